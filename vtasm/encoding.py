@@ -1,0 +1,176 @@
+"""Encoder and decoder for instructions and micro-ops, built from the ISA tables.
+
+Each layout of :mod:`vtasm.isa` becomes one compiled bitstruct format per
+configuration. bitstruct packs most-significant bit first, so the format lists
+the fields from the top bit down and the bytes are reversed to give the
+little-endian words of the reference header.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+try:
+    import bitstruct.c as bitstruct
+except ImportError:  # pragma: no cover - the C extension ships with bitstruct wheels
+    import bitstruct  # type: ignore[no-redef]
+
+from . import isa
+from .config import VTAConfig
+from .errors import EncodeError
+
+
+@dataclass
+class Instruction:
+    """One decoded instruction: its kind and every field value by spec name.
+
+    ``raw`` holds the 16 bytes of an instruction that has no valid decoding
+    (unknown opcode, or bits set outside every field); such an instruction is
+    kept byte-for-byte and printed as raw data by the disassembler.
+    """
+
+    kind: str
+    fields: dict[str, int] = field(default_factory=dict)
+    raw: bytes | None = None
+
+    def __getitem__(self, name: str) -> int:
+        return self.fields.get(name, 0)
+
+    @property
+    def opcode(self) -> int:
+        return self.fields.get("opcode", 0)
+
+    @property
+    def stage(self) -> str:
+        return isa.stage_of(self.opcode, self.fields.get("memory_type", 0))
+
+
+def make_instruction(kind: str, **values: int) -> Instruction:
+    """An instruction of a kind with all fields zero except the opcode and ``values``."""
+    spec = isa.KINDS[kind]
+    fields = {f.name: 0 for f in spec.fields}
+    fields["opcode"] = spec.opcode
+    for name, value in values.items():
+        if name not in fields:
+            raise EncodeError(f"{kind} has no field {name}")
+        fields[name] = value
+    return Instruction(kind, fields)
+
+
+@dataclass(frozen=True)
+class MicroOp:
+    """One micro-op: accumulator, input (or ALU source) and weight indices."""
+
+    dst_idx: int
+    src_idx: int
+    wgt_idx: int
+
+
+class _Format:
+    """A compiled bitstruct format for one layout, packing LSB-first little-endian."""
+
+    def __init__(self, placed: tuple[isa.PlacedField, ...], total_bits: int):
+        self.placed = placed
+        self.names = [f.name for f in placed]
+        parts: list[str] = []
+        pos = total_bits
+        for f in sorted(placed, key=lambda f: -f.offset):
+            top = f.offset + f.width
+            if pos > top:
+                parts.append(f"p{pos - top}")
+            parts.append(f"{'s' if f.signed else 'u'}{f.width}")
+            pos = f.offset
+        if pos > 0:
+            parts.append(f"p{pos}")
+        self._order = [f.name for f in sorted(placed, key=lambda f: -f.offset)]
+        self._fmt = bitstruct.compile("".join(parts))
+        self.nbytes = total_bits // 8
+
+    def pack(self, values: dict[str, int]) -> bytes:
+        return self._fmt.pack(*[values[n] for n in self._order])[::-1]
+
+    def unpack(self, data: bytes) -> dict[str, int]:
+        return dict(zip(self._order, self._fmt.unpack(data[::-1])))
+
+
+class Codec:
+    """Encoder/decoder of instructions and micro-ops for one configuration."""
+
+    def __init__(self, cfg: VTAConfig):
+        self.cfg = cfg
+        self._formats = {kind: _Format(isa.layout(kind, cfg), isa.INSN_BITS) for kind in isa.KINDS}
+        self._uop = _Format(isa.layout("uop", cfg), isa.UOP_BITS)
+        self._head = _Format(isa.layout("finish", cfg), isa.INSN_BITS)
+
+    # -- checking ------------------------------------------------------------
+    def check_fields(self, kind: str, values: dict[str, int], where: str = "") -> None:
+        """Raise EncodeError naming the first field whose value does not fit."""
+        for f in isa.layout(kind, self.cfg):
+            value = values.get(f.name, 0)
+            if not f.min_value <= value <= f.max_value:
+                prefix = f"{where}: " if where else ""
+                raise EncodeError(
+                    f"{prefix}{kind} field {f.name} = {value} is out of range "
+                    f"{f.min_value}..{f.max_value} ({f.width} bits, config {self.cfg.describe()})"
+                )
+
+    # -- instructions --------------------------------------------------------
+    def encode(self, insn: Instruction, where: str = "") -> bytes:
+        """The 16 little-endian bytes of an instruction."""
+        if insn.raw is not None:
+            return insn.raw
+        self.check_fields(insn.kind, insn.fields, where)
+        values = {f.name: insn.fields.get(f.name, 0) for f in isa.layout(insn.kind, self.cfg)}
+        return self._formats[insn.kind].pack(values)
+
+    def decode(self, data: bytes) -> Instruction:
+        """Decode 16 bytes; anything that does not re-encode exactly stays raw."""
+        if len(data) != isa.INSN_BITS // 8:
+            raise EncodeError(f"an instruction is 16 bytes, got {len(data)}")
+        opcode = data[0] & 0x7
+        spec = isa.KIND_BY_OPCODE.get(opcode)
+        if spec is None:
+            fields = self._head.unpack(data)
+            return Instruction("raw", fields, raw=bytes(data))
+        fields = self._formats[spec.name].unpack(data)
+        insn = Instruction(spec.name, fields)
+        if self._formats[spec.name].pack(fields) != bytes(data):
+            return Instruction("raw", fields, raw=bytes(data))
+        return insn
+
+    def encode_stream(self, insns: list[Instruction]) -> bytes:
+        return b"".join(self.encode(insn, f"instruction {i}") for i, insn in enumerate(insns))
+
+    def decode_stream(self, data: bytes) -> list[Instruction]:
+        if len(data) % 16:
+            raise EncodeError(f"instruction stream of {len(data)} bytes is not a multiple of 16")
+        return [self.decode(data[i : i + 16]) for i in range(0, len(data), 16)]
+
+    # -- micro-ops -----------------------------------------------------------
+    def encode_uop(self, uop: MicroOp, where: str = "") -> bytes:
+        values = {"dst_idx": uop.dst_idx, "src_idx": uop.src_idx, "wgt_idx": uop.wgt_idx}
+        self.check_fields("uop", values, where)
+        return self._uop.pack(values)
+
+    def decode_uop(self, data: bytes) -> MicroOp:
+        v = self._uop.unpack(data)
+        return MicroOp(v["dst_idx"], v["src_idx"], v["wgt_idx"])
+
+    def uop_is_canonical(self, data: bytes) -> bool:
+        """Whether a micro-op word has no bits set outside its fields."""
+        return self._uop.pack(self._uop.unpack(data)) == bytes(data)
+
+    def encode_uops(self, uops: list[MicroOp]) -> bytes:
+        return b"".join(self.encode_uop(u, f"micro-op {i}") for i, u in enumerate(uops))
+
+    def decode_uops(self, data: bytes) -> list[MicroOp]:
+        if len(data) % 4:
+            raise EncodeError(f"micro-op data of {len(data)} bytes is not a multiple of 4")
+        return [self.decode_uop(data[i : i + 4]) for i in range(0, len(data), 4)]
+
+
+@lru_cache(maxsize=16)
+def codec_for(cfg: VTAConfig) -> Codec:
+    """The (cached) codec of a configuration."""
+    return Codec(cfg)

@@ -1,0 +1,81 @@
+"""The toolchain's exception family.
+
+Every error a user can cause is one of these, carries where it happened, and
+renders as one line (plus, for source errors, the offending line and a caret).
+Library code raises them; only the CLI layer prints them and picks exit codes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class SourceSpan:
+    """A position in a text file (1-based line and column)."""
+
+    file: str
+    line: int
+    column: int
+    source_line: str | None = None
+    length: int = 1
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}:{self.column}"
+
+
+class VtaError(Exception):
+    """Base of every error the toolchain reports to users."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, span: SourceSpan | None = None):
+        super().__init__(message)
+        self.message = message
+        self.span = span
+
+    def render(self) -> str:
+        """The message as shown to a user (one line, plus caret context for sources)."""
+        if self.span is None:
+            return self.message
+        text = f"{self.span}: {self.message}"
+        if self.span.source_line is not None:
+            src = self.span.source_line.rstrip("\n")
+            caret = " " * (self.span.column - 1) + "^" * max(1, self.span.length)
+            text += f"\n    {src}\n    {caret}"
+        return text
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+class ConfigError(VtaError):
+    """An invalid or unreadable vta_config.json."""
+
+
+class AsmError(VtaError):
+    """A syntax or semantic error in assembly source."""
+
+
+class EncodeError(VtaError):
+    """A field value that does not fit its bit width."""
+
+
+class FormatError(VtaError):
+    """A corrupt, truncated or mismatched .vbin or raw directory."""
+
+
+class CompileError(VtaError):
+    """An error in a kernel source (.vk)."""
+
+
+class SimFault(VtaError):
+    """A program fault detected while simulating (exit code 3)."""
+
+    exit_code = 3
+
+
+class UsageError(VtaError):
+    """A command-line usage error (exit code 2)."""
+
+    exit_code = 2

@@ -1,0 +1,185 @@
+"""The in-memory form of a VTA program: what a .vbin or raw directory holds.
+
+A program is an instruction stream, a micro-op table placed in DRAM, named data
+segments at DRAM byte addresses, a tensor table giving some segments a logical
+shape and packed layout, the DRAM ranges that are its results, and an optional
+source map from instruction index to source file and line.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .config import VTAConfig
+from .encoding import Instruction, MicroOp
+from .errors import FormatError
+
+DTYPES = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "uint8": np.uint8}
+
+
+@dataclass
+class Segment:
+    """Bytes placed at a DRAM byte address before the run."""
+
+    name: str
+    addr: int
+    data: bytes
+    file: str | None = None  # raw-directory file name when not ``name + '.bin'``
+
+    @property
+    def end(self) -> int:
+        return self.addr + len(self.data)
+
+    @property
+    def file_name(self) -> str:
+        return self.file or f"{self.name}.bin"
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """The logical view of a segment: dtype, logical shape and tile per dimension.
+
+    The packed layout splits every logical dimension d of extent n_d by its tile
+    t_d: the packed array has shape [ceil(n_0/t_0), ..., ceil(n_k/t_k)] followed by
+    the tiles greater than one, in dimension order; logical indices past n_d are
+    zero padding. VTA's layouts are all of this form: a [rows, cols] matrix with
+    tile (BATCH, BLOCK_IN) is [rows/B, cols/BI, B, BI]; NCHW with tile
+    (BATCH, BLOCK_IN, 1, 1) is [N/B, C/BI, H, W, B, BI].
+    """
+
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    tile: tuple[int, ...]
+
+    @property
+    def np_dtype(self) -> np.dtype:
+        return np.dtype(DTYPES[self.dtype])
+
+    @property
+    def outer_shape(self) -> tuple[int, ...]:
+        return tuple(math.ceil(n / t) for n, t in zip(self.shape, self.tile))
+
+    @property
+    def tiled_dims(self) -> tuple[int, ...]:
+        return tuple(i for i, t in enumerate(self.tile) if t > 1)
+
+    @property
+    def packed_shape(self) -> tuple[int, ...]:
+        return self.outer_shape + tuple(self.tile[i] for i in self.tiled_dims)
+
+    @property
+    def nbytes(self) -> int:
+        return math.prod(self.packed_shape) * self.np_dtype.itemsize
+
+    def pack(self, array: np.ndarray) -> bytes:
+        """Logical array -> packed little-endian bytes (zero padded)."""
+        arr = np.asarray(array)
+        if tuple(arr.shape) != self.shape:
+            raise FormatError(
+                f"tensor {self.name}: expected shape {list(self.shape)}, got {list(arr.shape)}"
+            )
+        if arr.dtype != self.np_dtype:
+            raise FormatError(f"tensor {self.name}: expected dtype {self.dtype}, got {arr.dtype}")
+        padded_shape = tuple(o * t for o, t in zip(self.outer_shape, self.tile))
+        padded = np.zeros(padded_shape, dtype=self.np_dtype)
+        padded[tuple(slice(0, n) for n in self.shape)] = arr
+        return _tile(padded, self.tile).astype(self.np_dtype.newbyteorder("<")).tobytes()
+
+    def unpack(self, data: bytes) -> np.ndarray:
+        """Packed bytes -> logical array."""
+        if len(data) != self.nbytes:
+            raise FormatError(f"tensor {self.name}: expected {self.nbytes} bytes, got {len(data)}")
+        packed = np.frombuffer(data, dtype=self.np_dtype.newbyteorder("<")).reshape(self.packed_shape)
+        padded = _untile(packed, self.tile, len(self.shape)).astype(self.np_dtype)
+        return np.ascontiguousarray(padded[tuple(slice(0, n) for n in self.shape)])
+
+
+def _tile(padded: np.ndarray, tile: tuple[int, ...]) -> np.ndarray:
+    split_shape = []
+    for n, t in zip(padded.shape, tile):
+        split_shape += [n // t, t]
+    split = padded.reshape(split_shape)
+    rank = len(tile)
+    order = [2 * i for i in range(rank)] + [2 * i + 1 for i in range(rank) if tile[i] > 1]
+    order += [2 * i + 1 for i in range(rank) if tile[i] == 1]
+    return np.ascontiguousarray(split.transpose(order)).reshape(
+        [padded.shape[i] // tile[i] for i in range(rank)] + [t for t in tile if t > 1]
+    )
+
+
+def _untile(packed: np.ndarray, tile: tuple[int, ...], rank: int) -> np.ndarray:
+    outer = packed.shape[:rank]
+    full = packed.reshape(list(packed.shape) + [1] * sum(1 for t in tile if t == 1))
+    order = [2 * i for i in range(rank)] + [2 * i + 1 for i in range(rank) if tile[i] > 1]
+    order += [2 * i + 1 for i in range(rank) if tile[i] == 1]
+    inverse = np.argsort(order)
+    merged = full.transpose(inverse)
+    return merged.reshape([o * t for o, t in zip(outer, tile)])
+
+
+@dataclass(frozen=True)
+class DumpRange:
+    """A DRAM range that is one of the program's results."""
+
+    addr: int
+    nbytes: int
+    file: str
+
+
+@dataclass(frozen=True)
+class SourceLoc:
+    file: str
+    line: int
+
+
+@dataclass
+class Program:
+    """A complete VTA program for one configuration."""
+
+    config: VTAConfig
+    instructions: list[Instruction] = field(default_factory=list)
+    uops: list[MicroOp] = field(default_factory=list)
+    insn_addr: int = 0
+    uop_addr: int = 0
+    segments: list[Segment] = field(default_factory=list)
+    tensors: list[TensorInfo] = field(default_factory=list)
+    dumps: list[DumpRange] = field(default_factory=list)
+    uop_labels: dict[str, int] = field(default_factory=dict)
+    source_map: dict[int, SourceLoc] | None = None
+    dram_bytes: int | None = None
+    insn_file: str = "insn.bin"
+    uop_file: str = "uop.bin"
+
+    @property
+    def insn_end(self) -> int:
+        return self.insn_addr + 16 * len(self.instructions)
+
+    @property
+    def uop_end(self) -> int:
+        return self.uop_addr + 4 * len(self.uops)
+
+    def dram_size(self) -> int:
+        """Bytes of DRAM the program needs (explicit, else the highest end address)."""
+        if self.dram_bytes is not None:
+            return self.dram_bytes
+        ends = [self.insn_end, self.uop_end]
+        ends += [s.end for s in self.segments]
+        ends += [d.addr + d.nbytes for d in self.dumps]
+        return max(ends)
+
+    def segment(self, name: str) -> Segment:
+        for seg in self.segments:
+            if seg.name == name:
+                return seg
+        raise FormatError(f"no segment named {name}")
+
+    def tensor(self, name: str) -> TensorInfo:
+        for t in self.tensors:
+            if t.name == name:
+                return t
+        known = ", ".join(t.name for t in self.tensors) or "none"
+        raise FormatError(f"no tensor named {name} (tensors: {known})")
