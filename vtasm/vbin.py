@@ -1,0 +1,233 @@
+"""The .vbin container: one file holding a whole program (docs/vbin.md).
+
+Layout: a 16-byte header (magic, format version, chunk count), then the chunks
+META, INSN, UOPS, DATA and optionally SMAP, each with a tag, the CRC-32 and
+length of its payload, the payload and zero padding to 8 bytes. The same
+Program always gives the same bytes; the reader checks everything and reports
+the first problem as one FormatError line.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+import zlib
+from pathlib import Path
+
+from .config import LOG_KEYS, VTAConfig
+from .encoding import codec_for
+from .errors import FormatError
+from .fileio import read_bytes, write_atomic
+from .jsonfields import parse_json
+from .meta import Meta, build_meta, meta_from_json, smap_from_json, smap_to_json
+from .program import Program, Segment
+
+MAGIC = b"VTA\x00VBIN"
+VERSION = 1
+HEADER = struct.Struct("<8sII")
+CHUNK_HEADER = struct.Struct("<4sIQ")
+CHUNK_ORDER = ("META", "INSN", "UOPS", "DATA", "SMAP")
+REQUIRED_CHUNKS = 4
+ALIGN = 8
+
+
+def canonical_json(value: object) -> bytes:
+    """The canonical UTF-8 JSON of a value: sorted keys, no white space, ASCII only."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":")).encode("utf-8")
+
+
+def _padding(n: int) -> int:
+    return -n % ALIGN
+
+
+def write_vbin(program: Program) -> bytes:
+    """The .vbin bytes of a program (deterministic)."""
+    codec = codec_for(program.config)
+    insn = codec.encode_stream(program.instructions)
+    uops = codec.encode_uops(program.uops)
+    data = b"".join(seg.data for seg in program.segments)
+    meta = build_meta(program)
+    meta_from_json(meta, "cannot write .vbin: META")  # refuse anything the reader would refuse
+    chunks = [("META", canonical_json(meta)), ("INSN", insn), ("UOPS", uops), ("DATA", data)]
+    if program.source_map is not None:
+        smap = smap_to_json(program.source_map)
+        smap_from_json(smap, len(program.instructions), "cannot write .vbin: SMAP")
+        chunks.append(("SMAP", canonical_json(smap)))
+    out = [HEADER.pack(MAGIC, VERSION, len(chunks))]
+    for tag, payload in chunks:
+        out.append(CHUNK_HEADER.pack(tag.encode("ascii"), zlib.crc32(payload), len(payload)))
+        out.append(payload)
+        out.append(bytes(_padding(len(payload))))
+    return b"".join(out)
+
+
+def _split_chunks(data: bytes, origin: str) -> dict[str, bytes]:
+    """Check the header and framing; return each chunk's payload by tag."""
+    if len(data) < len(MAGIC):
+        if data and MAGIC.startswith(data):
+            raise FormatError(f"{origin}: truncated: header is missing {HEADER.size - len(data)} bytes")
+        raise FormatError(f"{origin}: not a .vbin file (bad magic)")
+    if data[: len(MAGIC)] != MAGIC:
+        raise FormatError(f"{origin}: not a .vbin file (bad magic)")
+    if len(data) < HEADER.size:
+        raise FormatError(f"{origin}: truncated: header is missing {HEADER.size - len(data)} bytes")
+    _, version, count = HEADER.unpack_from(data, 0)
+    if version != VERSION:
+        raise FormatError(f"{origin}: unsupported .vbin format version {version} (this tool reads {VERSION})")
+    pos = HEADER.size
+    chunks: dict[str, bytes] = {}
+    for k in range(count):
+        if len(data) < pos + CHUNK_HEADER.size:
+            if pos == len(data):
+                raise FormatError(
+                    f"{origin}: truncated: the header announces {count} chunks but the file ends after {k}"
+                )
+            missing = pos + CHUNK_HEADER.size - len(data)
+            raise FormatError(f"{origin}: truncated: header of chunk {k + 1} is missing {missing} bytes")
+        raw_tag, crc, length = CHUNK_HEADER.unpack_from(data, pos)
+        tag = _check_tag(raw_tag, k, chunks, origin)
+        start = pos + CHUNK_HEADER.size
+        end = start + length + _padding(length)
+        if end > len(data):
+            raise FormatError(f"{origin}: truncated: chunk {tag} is missing {end - len(data)} bytes")
+        payload = data[start : start + length]
+        if zlib.crc32(payload) != crc:
+            raise FormatError(f"{origin}: CRC mismatch in chunk {tag} (the file is corrupt)")
+        if any(data[start + length : end]):
+            raise FormatError(f"{origin}: chunk {tag}: padding bytes are not zero")
+        chunks[tag] = payload
+        pos = end
+    for tag in CHUNK_ORDER[:REQUIRED_CHUNKS]:
+        if tag not in chunks:
+            raise FormatError(f"{origin}: missing chunk {tag}")
+    if pos != len(data):
+        raise FormatError(f"{origin}: {len(data) - pos} unexpected bytes after the last chunk")
+    return chunks
+
+
+def _check_tag(raw_tag: bytes, index: int, seen: dict[str, bytes], origin: str) -> str:
+    tag = raw_tag.decode("latin-1")
+    if tag not in CHUNK_ORDER:
+        raise FormatError(f"{origin}: unknown chunk {tag!r} (chunk {index + 1})")
+    if tag in seen:
+        raise FormatError(f"{origin}: duplicate chunk {tag}")
+    expected = CHUNK_ORDER[index] if index < len(CHUNK_ORDER) else None
+    if tag != expected:
+        if expected in CHUNK_ORDER[:REQUIRED_CHUNKS]:
+            raise FormatError(f"{origin}: chunk {tag} out of order (expected {expected} first)")
+        raise FormatError(f"{origin}: chunk {tag} out of order")
+    return tag
+
+
+def read_vbin(data: bytes, origin: str = "<vbin>") -> Program:
+    """Parse and validate .vbin bytes into a Program (FormatError on any problem)."""
+    chunks = _split_chunks(bytes(data), origin)
+    meta = meta_from_json(parse_json(chunks["META"], f"{origin}: META"), f"{origin}: META")
+    _check_sizes(meta, chunks, origin)
+    codec = codec_for(meta.config)
+    insn_bytes, uop_bytes = chunks["INSN"], chunks["UOPS"]
+    instructions = codec.decode_stream(insn_bytes)
+    uops = codec.decode_uops(uop_bytes)
+    check_uops_kept(codec.encode_uops(uops), uop_bytes, f"{origin}: UOPS")
+    blob = chunks["DATA"]
+    segments = [Segment(s.name, s.addr, blob[s.offset : s.offset + s.size], s.file) for s in meta.segments]
+    source_map = None
+    if "SMAP" in chunks:
+        where = f"{origin}: SMAP"
+        source_map = smap_from_json(parse_json(chunks["SMAP"], where), meta.n_insns, where)
+    return Program(
+        config=meta.config,
+        instructions=instructions,
+        uops=uops,
+        insn_addr=meta.insn_addr,
+        uop_addr=meta.uop_addr,
+        segments=segments,
+        tensors=meta.tensors,
+        dumps=meta.dumps,
+        uop_labels=meta.uop_labels,
+        source_map=source_map,
+        dram_bytes=meta.dram_bytes,
+        insn_file=meta.insn_file,
+        uop_file=meta.uop_file,
+    )
+
+
+def _check_sizes(meta: Meta, chunks: dict[str, bytes], origin: str) -> None:
+    for tag, count, unit, what in (
+        ("INSN", meta.n_insns, 16, "instructions"),
+        ("UOPS", meta.n_uops, 4, "micro-ops"),
+    ):
+        if len(chunks[tag]) != count * unit:
+            raise FormatError(
+                f"{origin}: chunk {tag} has {len(chunks[tag])} bytes but META counts {count} {what}"
+                f" ({count * unit} bytes)"
+            )
+    size = len(chunks["DATA"])
+    for seg in meta.segments:
+        if seg.offset + seg.size > size:
+            raise FormatError(
+                f"{origin}: segment '{seg.name}' (offset {seg.offset}, {seg.size} bytes) lies outside"
+                f" the DATA chunk ({size} bytes)"
+            )
+    used = sum(seg.size for seg in meta.segments)
+    if used != size:
+        raise FormatError(f"{origin}: chunk DATA has {size} bytes but the segments hold {used}")
+
+
+def check_uops_kept(reencoded: bytes, original: bytes, where: str) -> None:
+    """Refuse micro-op words that would not survive decoding (bits outside every field)."""
+    if reencoded == original:
+        return
+    for i in range(0, len(original), 4):
+        if reencoded[i : i + 4] != original[i : i + 4]:
+            word = int.from_bytes(original[i : i + 4], "little")
+            raise FormatError(f"{where}: micro-op {i // 4} (0x{word:08x}) has bits set outside its fields")
+
+
+def save_vbin(program: Program, path: str | Path) -> None:
+    """Write a program to a .vbin file atomically."""
+    data = write_vbin(program)
+    try:
+        write_atomic(path, data)
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot write: {exc.strerror or exc}") from None
+
+
+def load_vbin(path: str | Path) -> Program:
+    """Read and validate a .vbin file."""
+    return read_vbin(read_bytes(path, ".vbin file"), str(path))
+
+
+def is_vbin(data: bytes) -> bool:
+    """Whether bytes start with the .vbin magic."""
+    return bytes(data[: len(MAGIC)]) == MAGIC
+
+
+def config_difference(a: VTAConfig, b: VTAConfig) -> str | None:
+    """The first LOG_* key whose value differs between two configurations, or None."""
+    va, vb = a.log_values(), b.log_values()
+    return next((key for key in LOG_KEYS if va[key] != vb[key]), None)
+
+
+def check_config_matches(program: Program, cfg: VTAConfig) -> None:
+    """Refuse a --config whose LOG_* values differ from the program's."""
+    key = config_difference(program.config, cfg)
+    if key is not None:
+        ours, theirs = program.config.log_values()[key], cfg.log_values()[key]
+        raise FormatError(
+            f"program was built for {program.config.describe()} ({key}={ours}) "
+            f"but --config gives {key}={theirs}"
+        )
+
+
+__all__ = [
+    "MAGIC",
+    "VERSION",
+    "check_config_matches",
+    "config_difference",
+    "is_vbin",
+    "load_vbin",
+    "read_vbin",
+    "save_vbin",
+    "write_vbin",
+]
