@@ -1,0 +1,218 @@
+"""The raw interchange directory of raw-format.md: binaries plus layout.json.
+
+:func:`import_raw` reads a directory written by any VTA tool; :func:`export_raw`
+writes one. Import then export reproduces the same binary files byte for byte
+and a layout.json with the same values; export, import, export is byte
+identical. Every path named by a layout stays inside its directory.
+:func:`load_program` opens either form (a .vbin file or a raw directory).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path, PurePosixPath, PureWindowsPath
+
+from .config import VTAConfig, config_from_dict, default_config
+from .encoding import codec_for
+from .errors import ConfigError, FormatError
+from .fileio import read_bytes, write_atomic
+from .jsonfields import get_int, get_list, get_object, get_str, parse_json
+from .program import DumpRange, Program, Segment
+from .vbin import check_config_matches, check_uops_kept, config_difference, is_vbin, read_vbin
+
+LAYOUT = "layout.json"
+LAYOUT_KEYS = ("config", "insn_addr", "uop_addr", "insn_file", "uop_file", "segments", "dump", "dram_bytes")
+DEFAULT_INSN_FILE = "insn.bin"
+DEFAULT_UOP_FILE = "uop.bin"
+
+# Built-in constants of the assembly language: a segment may not take these names.
+_RESERVED = frozenset(
+    "BATCH BLOCK_IN BLOCK_OUT BLOCK INP_ELEM WGT_ELEM ACC_ELEM OUT_ELEM ACC8_ELEM UOP_ELEM "
+    "UOP_DEPTH INP_DEPTH WGT_DEPTH ACC_DEPTH".split()
+)
+
+
+def inside(directory: Path, rel: str, where: str) -> Path:
+    """The path of ``rel`` in ``directory``; FormatError if it is absolute or escapes."""
+    if not rel or "\x00" in rel:
+        raise FormatError(f"{where}: invalid file name {rel!r}")
+    if PurePosixPath(rel).is_absolute() or PureWindowsPath(rel).is_absolute() or PureWindowsPath(rel).drive:
+        raise FormatError(
+            f"{where}: absolute path {rel!r} is not allowed (paths are relative to the directory)"
+        )
+    base = directory.resolve()
+    target = (base / rel).resolve()
+    if target == base or base not in target.parents:
+        raise FormatError(f"{where}: path {rel!r} leaves the directory")
+    return target
+
+
+def _read_config(layout: dict, cfg: VTAConfig | None, where: str) -> VTAConfig:
+    if "config" not in layout:
+        return cfg if cfg is not None else default_config()
+    try:
+        own = config_from_dict(layout["config"], f"{where} config")
+    except ConfigError as exc:
+        raise FormatError(exc.message) from None
+    if cfg is not None:
+        key = config_difference(own, cfg)
+        if key is not None:
+            raise FormatError(
+                f"{where}: refuse to run a stream encoded for a different configuration "
+                f"(layout has {key}={own.log_values()[key]}, --config gives {key}={cfg.log_values()[key]})"
+            )
+    return own
+
+
+def _segment_name(file: str, taken: set[str]) -> str:
+    stem = PurePosixPath(file).name
+    if stem.endswith(".bin"):
+        stem = stem[: -len(".bin")]
+    name = re.sub(r"[^A-Za-z0-9_]", "_", stem) or "seg"
+    if name[0].isdigit() or name in _RESERVED:
+        name = f"seg_{name}"
+    base, n = name, 2
+    while name in taken:
+        name, n = f"{base}_{n}", n + 1
+    taken.add(name)
+    return name
+
+
+def import_raw(directory: str | Path, cfg: VTAConfig | None = None) -> Program:
+    """Read a raw directory into a Program (``cfg``: the tool's configuration, if any)."""
+    d = Path(directory)
+    lpath = d / LAYOUT
+    where = str(lpath)
+    if not d.is_dir():
+        raise FormatError(f"{d}: not a directory")
+    layout = get_object(parse_json(read_bytes(lpath, "layout"), where), where, ("insn_addr",), LAYOUT_KEYS)
+    config = _read_config(layout, cfg, where)
+    codec = codec_for(config)
+
+    insn_file = get_str(layout.get("insn_file", DEFAULT_INSN_FILE), f"{where} insn_file")
+    insn_data = read_bytes(inside(d, insn_file, f"{where} insn_file"), "instruction file")
+    if len(insn_data) % 16:
+        raise FormatError(
+            f"{d / insn_file}: {len(insn_data)} bytes is not a whole number of 16-byte instructions"
+        )
+    instructions = codec.decode_stream(insn_data)
+
+    uop_file = get_str(layout.get("uop_file", DEFAULT_UOP_FILE), f"{where} uop_file")
+    uop_path = inside(d, uop_file, f"{where} uop_file")
+    uops = []
+    if "uop_file" in layout or uop_path.exists():
+        uop_data = read_bytes(uop_path, "micro-op file")
+        if len(uop_data) % 4:
+            raise FormatError(f"{uop_path}: {len(uop_data)} bytes is not a whole number of 4-byte micro-ops")
+        if "uop_addr" not in layout:
+            raise FormatError(f"{where}: missing key 'uop_addr' (required when {uop_file} exists)")
+        uops = codec.decode_uops(uop_data)
+        check_uops_kept(codec.encode_uops(uops), uop_data, str(uop_path))
+
+    segments: list[Segment] = []
+    taken: set[str] = set()
+    for i, item in enumerate(get_list(layout.get("segments", []), f"{where} segments")):
+        at = f"{where} segments[{i}]"
+        obj = get_object(item, at, ("file", "addr"))
+        file = get_str(obj["file"], f"{at}.file")
+        addr = get_int(obj["addr"], f"{at}.addr", allow_hex=True)
+        data = read_bytes(inside(d, file, f"{at}.file"), "segment file")
+        name = _segment_name(file, taken)
+        segments.append(Segment(name, addr, data, None if f"{name}.bin" == file else file))
+
+    dumps = []
+    for i, item in enumerate(get_list(layout.get("dump", []), f"{where} dump")):
+        at = f"{where} dump[{i}]"
+        obj = get_object(item, at, ("addr", "nbytes", "file"))
+        file = get_str(obj["file"], f"{at}.file")
+        inside(d, file, f"{at}.file")
+        dumps.append(
+            DumpRange(
+                get_int(obj["addr"], f"{at}.addr", allow_hex=True),
+                get_int(obj["nbytes"], f"{at}.nbytes", allow_hex=True),
+                file,
+            )
+        )
+
+    dram = layout.get("dram_bytes")
+    return Program(
+        config=config,
+        instructions=instructions,
+        uops=uops,
+        insn_addr=get_int(layout["insn_addr"], f"{where} insn_addr", allow_hex=True),
+        uop_addr=get_int(layout.get("uop_addr", 0), f"{where} uop_addr", allow_hex=True),
+        segments=segments,
+        dumps=dumps,
+        source_map=None,
+        dram_bytes=None if dram is None else get_int(dram, f"{where} dram_bytes", allow_hex=True),
+        insn_file=insn_file,
+        uop_file=uop_file,
+    )
+
+
+def layout_of(program: Program) -> dict:
+    """The layout.json value export_raw writes for a program."""
+    layout: dict = {
+        "config": program.config.to_dict(),
+        "insn_addr": program.insn_addr,
+        "uop_addr": program.uop_addr,
+        "insn_file": program.insn_file,
+    }
+    if program.uops:
+        layout["uop_file"] = program.uop_file
+    layout["segments"] = [{"file": seg.file_name, "addr": seg.addr} for seg in program.segments]
+    layout["dump"] = [{"addr": r.addr, "nbytes": r.nbytes, "file": r.file} for r in program.dumps]
+    if program.dram_bytes is not None:
+        layout["dram_bytes"] = program.dram_bytes
+    return layout
+
+
+def export_raw(program: Program, directory: str | Path) -> None:
+    """Write a program as a raw directory (each file atomically, layout.json last).
+
+    The micro-op file (and the ``uop_file`` key) is written only when the
+    program has micro-ops; everything else is always written.
+    """
+    d = Path(directory)
+    codec = codec_for(program.config)
+    files: list[tuple[str, bytes]] = [(program.insn_file, codec.encode_stream(program.instructions))]
+    if program.uops:
+        files.append((program.uop_file, codec.encode_uops(program.uops)))
+    files += [(seg.file_name, seg.data) for seg in program.segments]
+    targets: dict[Path, str] = {inside(d, LAYOUT, "export"): LAYOUT}
+    planned = []
+    for rel, data in files:
+        target = inside(d, rel, "export")
+        if target in targets:
+            raise FormatError(f"export: {rel!r} would overwrite {targets[target]!r}")
+        targets[target] = rel
+        planned.append((target, data))
+    for r in program.dumps:
+        inside(d, r.file, "export: dump file")
+    text = json.dumps(layout_of(program), indent=1) + "\n"
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        for target, data in planned:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(target, data)
+        write_atomic(d / LAYOUT, text)
+    except OSError as exc:
+        raise FormatError(f"{d}: cannot write raw directory: {exc.strerror or exc}") from None
+
+
+def load_program(path: str | Path, cfg: VTAConfig | None = None) -> Program:
+    """Open a .vbin file or a raw directory; ``cfg`` (from --config) must match the program's."""
+    p = Path(path)
+    if p.is_dir():
+        return import_raw(p, cfg)
+    data = read_bytes(p, "program")
+    if not is_vbin(data):
+        raise FormatError(f"{p}: not a .vbin file (bad magic) nor a raw directory")
+    program = read_vbin(data, str(p))
+    if cfg is not None:
+        check_config_matches(program, cfg)
+    return program
+
+
+__all__ = ["export_raw", "import_raw", "inside", "layout_of", "load_program"]
