@@ -1,0 +1,1 @@
+"""vtasim: a fast functional simulator of VTA programs, bit-exact with the reference."""

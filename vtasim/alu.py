@@ -1,0 +1,158 @@
+"""The vector ALU, vectorised while keeping the reference's strict execution order.
+
+Each micro-op execution k does ``acc[dst_k] = op(acc[dst_k], imm or acc[src_k])``
+on every lane, and later executions see the results of earlier ones. The unit
+picks the fastest exact strategy for an instruction (cached with its loop
+plan):
+
+- ``parallel``: destinations are distinct and no execution reads an element an
+  earlier execution of the same instruction wrote, so all executions can read
+  first and write after.
+- ``reduce``: several executions fold into the same destination with a
+  commutative, associative op (MIN, MAX, ADD, MUL on tensors; MIN, MAX, ADD
+  with an immediate) and no source is written by the instruction: each
+  destination takes one reduction over its sources.
+- ``waves``: anything else runs in dependency waves: an execution goes in the
+  first wave after every earlier execution it depends on (read after write,
+  write after write) and not before any earlier reader of what it writes; each
+  wave is parallel.
+
+Arithmetic is done in int64 on sign-extended lanes and wrapped to ACC_WIDTH.
+SHR by y >= 0 is an arithmetic right shift, by y < 0 a left shift by -y; the
+shift count is taken modulo 32, as the x86 build of the reference does.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vtasm import isa
+from vtasm.encoding import Instruction
+
+from .faults import fault
+from .gemm import check_bounds, check_uop_range
+from .loops import LoopPlan, PlanCache
+from .state import MachineState
+
+MIN, MAX, ADD, SHR, MUL = (isa.ALU_OPS[n] for n in ("min", "max", "add", "shr", "mul"))
+
+
+def apply_op(op: int, a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
+    """One ALU operation on int64 lanes (result not yet wrapped)."""
+    if op == MIN:
+        return np.minimum(a, b)
+    if op == MAX:
+        return np.maximum(a, b)
+    if op == ADD:
+        return a + b
+    if op == MUL:
+        return a * b
+    shift = np.asarray(b, dtype=np.int64)
+    right = np.right_shift(a, shift & 31)
+    left = np.left_shift(a, (-shift) & 31)
+    return np.where(shift >= 0, right, left)
+
+
+def _strategy(plan: LoopPlan, op: int, use_imm: bool) -> str:
+    key = ("alu", op, use_imm)
+    found = plan.extra.get(key)
+    if found is not None:
+        return found
+    dst, src = plan.dst, plan.src
+    k = np.arange(dst.size)
+    d_sorted = np.sort(dst)
+    unique = bool(d_sorted.size == 0 or (d_sorted[1:] != d_sorted[:-1]).all())
+    if unique:
+        if use_imm:
+            strategy = "parallel"
+        else:
+            writer = np.full(int(max(dst.max(), src.max())) + 1, dst.size, dtype=np.int64)
+            writer[dst] = k
+            strategy = "parallel" if not (writer[src] < k).any() else "waves"
+    else:
+        foldable = op in (MIN, MAX, ADD) or (op == MUL and not use_imm)
+        if foldable and (use_imm or not np.isin(src, dst).any()):
+            strategy = "reduce"
+        else:
+            strategy = "waves"
+    plan.extra[key] = strategy
+    return strategy
+
+
+def _waves(plan: LoopPlan, use_imm: bool) -> list[np.ndarray]:
+    cached = plan.extra.get(("waves", use_imm))
+    if cached is not None:
+        return cached
+    last_write: dict[int, int] = {}
+    last_read: dict[int, int] = {}
+    levels = np.empty(plan.dst.size, dtype=np.int64)
+    for k, (d, s) in enumerate(zip(plan.dst.tolist(), plan.src.tolist())):
+        level = max(last_write.get(d, -1) + 1, last_read.get(d, 0))
+        if not use_imm:
+            level = max(level, last_write.get(s, -1) + 1)
+            last_read[s] = max(last_read.get(s, 0), level)
+        last_read[d] = max(last_read.get(d, 0), level)
+        last_write[d] = level
+        levels[k] = level
+    order = np.argsort(levels, kind="stable")
+    bounds = np.flatnonzero(np.r_[True, np.diff(levels[order]) != 0, True])
+    waves = [order[bounds[i] : bounds[i + 1]] for i in range(bounds.size - 1)]
+    plan.extra[("waves", use_imm)] = waves
+    return waves
+
+
+def _reduce(state: MachineState, plan: LoopPlan, op: int, use_imm: bool, imm: int) -> None:
+    acc = state.acc
+    order = plan.extra.get("by_dst")
+    if order is None:
+        order = np.argsort(plan.dst, kind="stable")
+        d2 = plan.dst[order]
+        starts = np.flatnonzero(np.r_[True, d2[1:] != d2[:-1]])
+        counts = np.diff(np.r_[starts, d2.size])
+        plan.extra["by_dst"] = order = (order, starts, d2[starts], counts)
+    order, starts, dsts, counts = order
+    old = acc[dsts].astype(np.int64)
+    if use_imm:
+        if op == ADD:
+            new = old + counts[:, None, None] * imm
+        else:
+            new = apply_op(op, old, imm)
+    else:
+        vals = acc[plan.src[order]].astype(np.int64)
+        ufunc = {MIN: np.minimum, MAX: np.maximum, ADD: np.add, MUL: np.multiply}[op]
+        if op == MUL:  # keep products bounded: wrap each partial product to the lane width
+            vals = vals.astype(acc.dtype)
+            folded = np.multiply.reduceat(vals, starts, axis=0).astype(np.int64)
+        else:
+            folded = ufunc.reduceat(vals, starts, axis=0)
+        new = apply_op(op, old, folded)
+    acc[dsts] = new.astype(acc.dtype)
+
+
+def run_alu(state: MachineState, index: int, insn: Instruction, plans: PlanCache) -> int:
+    """Execute an ALU instruction; returns the micro-op executions it counts."""
+    cfg = state.cfg
+    op = insn["alu_opcode"]
+    if op not in isa.ALU_OP_NAMES:
+        raise fault(index, insn, f"unknown ALU opcode {op}")
+    n = insn["iter_out"] * insn["iter_in"] * (insn["uop_end"] - insn["uop_bgn"])
+    if n <= 0:
+        return n
+    check_uop_range(state, index, insn)
+    plan = plans.plan(state, insn)
+    use_imm = bool(insn["use_imm"])
+    imm = insn["imm"]
+    check_bounds(index, insn, plan, "acc dst", plan.dst, cfg.acc_depth)
+    if not use_imm:
+        check_bounds(index, insn, plan, "acc src", plan.src, cfg.acc_depth)
+    acc = state.acc
+    strategy = _strategy(plan, op, use_imm)
+    if strategy == "reduce":
+        _reduce(state, plan, op, use_imm, imm)
+        return n
+    waves = [slice(None)] if strategy == "parallel" else _waves(plan, use_imm)
+    for sel in waves:
+        dst = plan.dst[sel]
+        b = imm if use_imm else acc[plan.src[sel]].astype(np.int64)
+        acc[dst] = apply_op(op, acc[dst].astype(np.int64), b).astype(acc.dtype)
+    return n

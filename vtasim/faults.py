@@ -1,0 +1,25 @@
+"""Fault messages: one line naming the instruction index, stage and offending values."""
+
+from __future__ import annotations
+
+from vtasm import isa
+from vtasm.encoding import Instruction
+from vtasm.errors import SimFault
+
+
+def insn_title(insn: Instruction) -> str:
+    """A short name such as 'LOAD INP', 'GEMM', 'ALU add imm' or 'STORE'."""
+    if insn.kind == "raw":
+        return f"opcode {insn.opcode}"
+    if insn.kind in ("load", "store"):
+        mem = isa.MEM_TYPE_DUMP.get(insn["memory_type"], str(insn["memory_type"]))
+        return f"{insn.kind.upper()} {mem}"
+    if insn.kind == "alu":
+        op = isa.ALU_OP_NAMES.get(insn["alu_opcode"], str(insn["alu_opcode"]))
+        return f"ALU {op}{' imm' if insn['use_imm'] else ''}"
+    return insn.kind.upper()
+
+
+def fault(index: int, insn: Instruction, message: str) -> SimFault:
+    """A SimFault for instruction ``index``: 'instruction 7 (compute stage, GEMM): ...'."""
+    return SimFault(f"instruction {index} ({insn.stage} stage, {insn_title(insn)}): {message}")

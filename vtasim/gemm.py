@@ -1,0 +1,125 @@
+"""The GEMM core, vectorised over whole instructions.
+
+For every micro-op execution k, ``acc[dst_k] += inp[src_k] @ wgt[wgt_k]^T``
+with wrapping ACC_WIDTH arithmetic. GEMM sources are never written by the
+instruction and wrapping addition is associative, so the order of executions
+does not matter and the instruction becomes three array steps:
+
+1. products: executions are grouped by weight tile, and each group is one real
+   matrix product ``inp rows (n*BATCH x BLOCK_IN) @ W^T`` (batched into a single
+   ``matmul`` call when all groups have the same size). Floating point is exact
+   here: one product sum is at most BLOCK_IN * 2^(INP+WGT-2), far below 2^24
+   (float32) for 8-bit data; wider data uses float64 (exact below 2^53).
+2. reduction: products landing on the same accumulator element are summed in
+   int64 (sorted by destination, ``add.reduceat``).
+3. update: ``acc = wrap(acc + sum)``.
+
+The grouping and sorting depend only on the micro-ops and loop fields, so they
+are cached in the loop plan and reused by every instruction with that kernel.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vtasm.encoding import Instruction
+
+from .faults import fault
+from .loops import LoopPlan, PlanCache
+from .state import MachineState
+
+
+def check_uop_range(state: MachineState, index: int, insn: Instruction) -> None:
+    """Fault if the instruction's micro-op range leaves the micro-op buffer."""
+    if insn["uop_end"] > insn["uop_bgn"] and insn["uop_end"] > state.cfg.uop_depth:
+        raise fault(
+            index, insn,
+            f"micro-op range {insn['uop_bgn']}..{insn['uop_end'] - 1} overflows the micro-op buffer "
+            f"(0..{state.cfg.uop_depth - 1})",
+        )
+
+
+def check_bounds(index: int, insn: Instruction, plan: LoopPlan, name: str, values: np.ndarray,
+                 depth: int) -> None:
+    """Fault naming the first execution whose index leaves its buffer."""
+    key = f"bounds_{name}_{depth}"
+    ok = plan.extra.get(key)
+    if ok is None:
+        ok = bool(values.size == 0 or (values.min() >= 0 and values.max() < depth))
+        plan.extra[key] = ok
+    if not ok:
+        k = int(np.argmax((values < 0) | (values >= depth)))
+        raise fault(
+            index, insn,
+            f"{name} index {int(values[k])} outside the buffer (0..{depth - 1}) at {plan.position(k)}",
+        )
+
+
+def _gemm_layout(plan: LoopPlan) -> dict:
+    """Grouping by weight tile and by destination, computed once per plan."""
+    cached = plan.extra.get("gemm")
+    if cached is not None:
+        return cached
+    order = np.argsort(plan.wgt, kind="stable")
+    w_sorted = plan.wgt[order]
+    starts = np.flatnonzero(np.r_[True, w_sorted[1:] != w_sorted[:-1]])
+    counts = np.diff(np.r_[starts, w_sorted.size])
+    src_sorted = plan.src[order]
+    dst_sorted = plan.dst[order]
+    by_dst = np.argsort(dst_sorted, kind="stable")
+    d2 = dst_sorted[by_dst]
+    d_starts = np.flatnonzero(np.r_[True, d2[1:] != d2[:-1]])
+    layout = {
+        "src": src_sorted,
+        "weights": w_sorted[starts],
+        "starts": starts,
+        "equal": bool(counts.size and (counts == counts[0]).all()),
+        "group": int(counts[0]) if counts.size else 0,
+        "unique_dst": d_starts.size == d2.size,
+        "dst": dst_sorted,
+        "by_dst": by_dst,
+        "dst_starts": d_starts,
+        "dst_unique_values": d2[d_starts],
+    }
+    plan.extra["gemm"] = layout
+    return layout
+
+
+def run_gemm(state: MachineState, index: int, insn: Instruction, plans: PlanCache) -> int:
+    """Execute a GEMM instruction; returns the micro-op executions it counts."""
+    cfg = state.cfg
+    n = insn["iter_out"] * insn["iter_in"] * (insn["uop_end"] - insn["uop_bgn"])
+    if n <= 0:
+        return 0 if insn["reset"] else n
+    check_uop_range(state, index, insn)
+    plan = plans.plan(state, insn)
+    check_bounds(index, insn, plan, "acc", plan.dst, cfg.acc_depth)
+    if insn["reset"]:
+        state.acc[plan.dst] = 0
+        return 0
+    check_bounds(index, insn, plan, "inp", plan.src, cfg.inp_depth)
+    check_bounds(index, insn, plan, "wgt", plan.wgt, cfg.wgt_depth)
+    lay = _gemm_layout(plan)
+    exact_f32 = cfg.block_in << (cfg.inp_width + cfg.wgt_width - 2) < (1 << 24)
+    ftype = np.float32 if exact_f32 else np.float64
+    x = state.inp[lay["src"]].astype(ftype)  # (K, B, BI) in weight-group order
+    w = state.wgt[lay["weights"]].astype(ftype)  # (G, BO, BI)
+    groups = lay["weights"].size
+    if lay["equal"]:
+        size = lay["group"]
+        prod = np.matmul(x.reshape(groups, size * cfg.batch, cfg.block_in), w.transpose(0, 2, 1))
+    else:
+        prod = np.empty((x.shape[0] * cfg.batch, cfg.block_out), dtype=ftype)
+        bounds = np.r_[lay["starts"], x.shape[0]]
+        for g in range(groups):
+            lo, hi = bounds[g], bounds[g + 1]
+            prod[lo * cfg.batch : hi * cfg.batch] = x[lo:hi].reshape(-1, cfg.block_in) @ w[g].T
+    prod = prod.reshape(-1, cfg.batch, cfg.block_out).astype(np.int64)
+    if lay["unique_dst"]:
+        dst = lay["dst"]
+        state.acc[dst] = (state.acc[dst].astype(np.int64) + prod).astype(state.acc.dtype)
+    else:
+        sums = np.add.reduceat(prod[lay["by_dst"]], lay["dst_starts"], axis=0)
+        dst = lay["dst_unique_values"]
+        state.acc[dst] = (state.acc[dst].astype(np.int64) + sums).astype(state.acc.dtype)
+    return n

@@ -1,0 +1,122 @@
+"""Running a program: state + units + pipeline, with the reference's counters."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from vtasm import isa
+from vtasm.encoding import Instruction
+from vtasm.program import Program
+
+from .alu import run_alu
+from .faults import fault
+from .gemm import run_gemm
+from .loops import PlanCache
+from .memory import run_load, run_store
+from .pipeline import DEFAULT_MAX_OPS, Observer, Pipeline
+from .state import MachineState, new_state
+
+COUNTERS = (
+    "inp_load_nbytes",
+    "wgt_load_nbytes",
+    "acc_load_nbytes",
+    "uop_load_nbytes",
+    "out_store_nbytes",
+    "gemm_counter",
+    "alu_counter",
+)
+_LOAD_COUNTER = {
+    isa.MEM_TYPES["inp"]: "inp_load_nbytes",
+    isa.MEM_TYPES["wgt"]: "wgt_load_nbytes",
+    isa.MEM_TYPES["acc"]: "acc_load_nbytes",
+    isa.MEM_TYPES["acc8"]: "acc_load_nbytes",
+    isa.MEM_TYPES["uop"]: "uop_load_nbytes",
+}
+_U64 = (1 << 64) - 1
+
+
+def _wrap_int32(value: int) -> int:
+    value &= 0xFFFFFFFF
+    return value - (1 << 32) if value & 0x80000000 else value
+
+
+def executable(insn: Instruction) -> Instruction:
+    """An instruction as the hardware sees it: stray bits outside fields are ignored."""
+    if insn.kind == "raw" and insn.opcode in isa.KIND_BY_OPCODE:
+        return Instruction(isa.KIND_BY_OPCODE[insn.opcode].name, insn.fields)
+    return insn
+
+
+@dataclass
+class RunResult:
+    """The state after a run and the reference profiler's counters plus extras."""
+
+    state: MachineState
+    counters: dict[str, int]
+    extras: dict = field(default_factory=dict)
+
+    def profile(self) -> dict:
+        """The seven reference counters in order, then this simulator's extra figures."""
+        out = {k: self.counters[k] for k in COUNTERS}
+        out.update(self.extras)
+        return out
+
+
+class Machine:
+    """A VTA machine loaded with one program."""
+
+    def __init__(self, program: Program, max_ops: int = DEFAULT_MAX_OPS):
+        self.program = program
+        self.state = new_state(program)
+        self.counters = {k: 0 for k in COUNTERS}
+        self.plans = PlanCache()
+        self.insns = [executable(i) for i in program.instructions]
+        runnable = Program(**{**program.__dict__, "instructions": self.insns})
+        self.pipeline = Pipeline(runnable, self._execute, max_ops)
+
+    def observe(self, observer: Observer) -> None:
+        self.pipeline.observers.append(observer)
+
+    def _count(self, key: str, value: int) -> None:
+        self.counters[key] = (self.counters[key] + value) & _U64
+
+    def _execute(self, index: int, insn: Instruction) -> int:
+        kind = insn.kind
+        state = self.state
+        if kind == "load":
+            nbytes = run_load(state, index, insn)
+            if nbytes:
+                self._count(_LOAD_COUNTER[insn["memory_type"]], nbytes)
+            return 0
+        if kind == "store":
+            self._count("out_store_nbytes", run_store(state, index, insn))
+            return 0
+        if kind == "gemm":
+            n = run_gemm(state, index, insn, self.plans)
+            if not insn["reset"]:
+                self._count("gemm_counter", _wrap_int32(n))
+            return max(n, 0)
+        if kind == "alu":
+            n = run_alu(state, index, insn, self.plans)
+            self._count("alu_counter", _wrap_int32(n))
+            return max(n, 0)
+        raise fault(index, insn, f"unknown opcode {insn.opcode}")
+
+    def run(self) -> RunResult:
+        """Run to FINISH; raises SimFault on any fault."""
+        self.pipeline.run()
+        p = self.pipeline
+        extras = {
+            "instructions": sum(p.stage_counts.values()),
+            "load_stage_instructions": p.stage_counts[isa.LOAD_STAGE],
+            "compute_stage_instructions": p.stage_counts[isa.COMPUTE_STAGE],
+            "store_stage_instructions": p.stage_counts[isa.STORE_STAGE],
+            "uop_executions": p.ops_used - sum(p.stage_counts.values()),
+            "max_queue_tokens": dict(p.max_depth),
+        }
+        return RunResult(self.state, dict(self.counters), extras)
+
+
+def run_program(program: Program, max_ops: int = DEFAULT_MAX_OPS) -> RunResult:
+    """Simulate a program to its FINISH and return its final state and counters."""
+    return Machine(program, max_ops).run()

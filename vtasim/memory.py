@@ -1,0 +1,117 @@
+"""The DMA units: LOAD into the on-chip buffers and STORE from the accumulator.
+
+Semantics of isa.md section 4 and the reference simulator: a LOAD writes a
+(y_pad_0 + y_size + y_pad_1) x (x_pad_0 + x_size + x_pad_1) tile of elements at
+sram_base with zero padding, reading row r from DRAM element
+``dram_base + r * x_stride``; ACC_8BIT sign-extends int8 values; a STORE
+writes the low OUT_WIDTH bits of ``y_size x x_size`` accumulator elements.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from vtasm import isa
+from vtasm.encoding import Instruction
+
+from .faults import fault
+from .state import MachineState, int_dtype
+
+UOP, WGT, INP, ACC, OUT, ACC8 = (isa.MEM_TYPES[n] for n in ("uop", "wgt", "inp", "acc", "out", "acc8"))
+_BUFFER_NAMES = {UOP: "uop", WGT: "wgt", INP: "inp", ACC: "acc", ACC8: "acc"}
+
+
+def _dram_rows(state: MachineState, index: int, insn: Instruction, base_byte: int,
+               row_bytes: int, stride_bytes: int, rows: int, writable: bool = False) -> np.ndarray:
+    """A (rows, row_bytes) view of DRAM, faulting if any byte lies outside it."""
+    last = base_byte + (rows - 1) * stride_bytes + row_bytes
+    if base_byte < 0 or last > state.dram.size:
+        raise fault(
+            index, insn,
+            f"DRAM bytes 0x{base_byte:x}..0x{last - 1:x} lie outside the program's memory "
+            f"(0x0..0x{state.dram.size - 1:x})",
+        )
+    view = as_strided(
+        state.dram[base_byte:], shape=(rows, row_bytes), strides=(stride_bytes, 1), writeable=writable
+    )
+    return view
+
+
+def run_load(state: MachineState, index: int, insn: Instruction) -> int:
+    """Execute a LOAD; returns the bytes it counts for the profiler (0 for a NOP)."""
+    cfg = state.cfg
+    mtype = insn["memory_type"]
+    x_size, y_size = insn["x_size"], insn["y_size"]
+    if mtype not in _BUFFER_NAMES:
+        raise fault(index, insn, f"LOAD of unknown memory type {mtype}")
+    if x_size == 0:
+        return 0
+    if mtype == ACC8 and (cfg.acc_width != 32 or cfg.inp_width != 8):
+        raise fault(index, insn, "ACC_8BIT loads need 32-bit accumulators and 8-bit inputs")
+    xp0, xp1, yp0, yp1 = insn["x_pad_0"], insn["x_pad_1"], insn["y_pad_0"], insn["y_pad_1"]
+    xtotal, ytotal = xp0 + x_size + xp1, yp0 + y_size + yp1
+    buf = state.buffer_bytes(ACC if mtype == ACC8 else mtype)
+    depth, sram_elem = buf.shape
+    base = insn["sram_base"]
+    end = base + xtotal * ytotal
+    if end > depth:
+        raise fault(
+            index, insn,
+            f"{_BUFFER_NAMES[mtype]} SRAM elements {base}..{end - 1} overflow the buffer (0..{depth - 1})",
+        )
+    tile = buf[base:end].reshape(ytotal, xtotal, sram_elem)
+    if xp0 or xp1 or yp0 or yp1:
+        tile[...] = 0
+    if y_size:
+        tile[yp0 : yp0 + y_size, xp0 : xp0 + x_size] = _load_rows(state, index, insn, sram_elem)
+    if mtype == UOP:
+        state.refresh_uops(base, end)
+    counted = cfg.acc_elem_bytes if mtype == ACC8 else sram_elem
+    return x_size * y_size * counted
+
+
+def _load_rows(state: MachineState, index: int, insn: Instruction, sram_elem: int) -> np.ndarray:
+    """The (y_size, x_size, element bytes) block a LOAD copies from DRAM."""
+    cfg = state.cfg
+    x_size, y_size = insn["x_size"], insn["y_size"]
+    if insn["memory_type"] == ACC8:
+        dram_elem = cfg.acc8_elem_bytes
+        src = _dram_rows(state, index, insn, insn["dram_base"] * dram_elem, x_size * dram_elem,
+                         insn["x_stride"] * dram_elem, y_size)
+        values = src.view(np.int8).astype(int_dtype(cfg.acc_width))
+        return values.view(np.uint8).reshape(y_size, x_size, sram_elem)
+    src = _dram_rows(state, index, insn, insn["dram_base"] * sram_elem, x_size * sram_elem,
+                     insn["x_stride"] * sram_elem, y_size)
+    return src.reshape(y_size, x_size, sram_elem)
+
+
+def run_store(state: MachineState, index: int, insn: Instruction) -> int:
+    """Execute a STORE; returns the bytes it counts for the profiler (0 for a NOP)."""
+    cfg = state.cfg
+    x_size, y_size = insn["x_size"], insn["y_size"]
+    if x_size == 0:
+        return 0
+    if insn["memory_type"] != OUT:
+        raise fault(index, insn, f"STORE supports only memory type OUT, got {insn['memory_type']}")
+    pads = [insn[n] for n in ("y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1")]
+    if any(pads):
+        raise fault(index, insn, f"STORE cannot pad (y_pad={pads[:2]}, x_pad={pads[2:]})")
+    base = insn["sram_base"]
+    end = base + x_size * y_size
+    if end > cfg.acc_depth:
+        raise fault(index, insn, f"acc SRAM elements {base}..{end - 1} overflow the buffer (0..{cfg.acc_depth - 1})")
+    if y_size == 0:
+        return 0
+    out_elem = cfg.out_elem_bytes
+    values = state.acc[base:end].astype(int_dtype(cfg.out_width))  # keeps the low OUT_WIDTH bits
+    data = values.view(np.uint8).reshape(y_size, x_size * out_elem)
+    stride = insn["x_stride"]
+    dst = _dram_rows(state, index, insn, insn["dram_base"] * out_elem, x_size * out_elem,
+                     stride * out_elem, y_size, writable=True)
+    if stride >= x_size or y_size == 1:
+        dst[...] = data
+    else:  # overlapping rows: later rows win, as in the reference's row-by-row loop
+        for r in range(y_size):
+            dst[r] = data[r]
+    return x_size * y_size * out_elem

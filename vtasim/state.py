@@ -1,0 +1,96 @@
+"""The machine state: DRAM and the four on-chip buffers.
+
+Each SRAM buffer is one byte array of (depth, element bytes) with a typed view
+of the same memory (inp as [depth, BATCH, BLOCK_IN], wgt as [depth, BLOCK_OUT,
+BLOCK_IN], acc as [depth, BATCH, BLOCK_OUT]), so loads copy bytes and compute
+reads lanes. Micro-ops are kept decoded (dst, src, wgt arrays) next to their
+raw words; ``uop_generation`` changes whenever micro-ops are loaded, which
+lets the GEMM/ALU units cache the index plans they derive from them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from vtasm import isa
+from vtasm.config import VTAConfig
+from vtasm.program import Program
+
+_INT = {8: np.int8, 16: np.int16, 32: np.int32}
+
+
+def int_dtype(bits: int) -> np.dtype:
+    """The little-endian signed numpy dtype of a lane width."""
+    return np.dtype(_INT[bits]).newbyteorder("<")
+
+
+@dataclass
+class MachineState:
+    cfg: VTAConfig
+    dram: np.ndarray
+    inp_bytes: np.ndarray
+    wgt_bytes: np.ndarray
+    acc_bytes: np.ndarray
+    uop_words: np.ndarray
+    uop_dst: np.ndarray
+    uop_src: np.ndarray
+    uop_wgt: np.ndarray
+    uop_generation: int = 0
+    # typed views, filled in __post_init__
+    inp: np.ndarray = field(init=False)
+    wgt: np.ndarray = field(init=False)
+    acc: np.ndarray = field(init=False)
+
+    def __post_init__(self) -> None:
+        c = self.cfg
+        self.inp = self.inp_bytes.view(int_dtype(c.inp_width)).reshape(c.inp_depth, c.batch, c.block_in)
+        self.wgt = self.wgt_bytes.view(int_dtype(c.wgt_width)).reshape(
+            c.wgt_depth, c.block_out, c.block_in
+        )
+        self.acc = self.acc_bytes.view(int_dtype(c.acc_width)).reshape(c.acc_depth, c.batch, c.block_out)
+
+    def buffer_bytes(self, memory_type: int) -> np.ndarray | None:
+        """The byte array an instruction of this memory type loads into."""
+        return {
+            isa.MEM_TYPES["inp"]: self.inp_bytes,
+            isa.MEM_TYPES["wgt"]: self.wgt_bytes,
+            isa.MEM_TYPES["acc"]: self.acc_bytes,
+            isa.MEM_TYPES["uop"]: self.uop_words.view(np.uint8).reshape(-1, 4),
+        }.get(memory_type)
+
+    def refresh_uops(self, start: int, stop: int) -> None:
+        """Re-decode micro-op slots [start, stop) after their words changed."""
+        words = self.uop_words[start:stop].astype(np.int64)
+        for f in isa.layout("uop", self.cfg):
+            values = (words >> f.offset) & ((1 << f.width) - 1)
+            getattr(self, f"uop_{f.name.split('_')[0]}")[start:stop] = values
+        self.uop_generation += 1
+
+
+def new_state(program: Program) -> MachineState:
+    """A machine with zeroed buffers and the program's DRAM image loaded."""
+    cfg = program.config
+    dram = np.zeros(program.dram_size(), dtype=np.uint8)
+    for seg in program.segments:
+        dram[seg.addr : seg.end] = np.frombuffer(seg.data, dtype=np.uint8)
+    from vtasm.encoding import codec_for
+
+    codec = codec_for(cfg)
+    uop_data = codec.encode_uops(program.uops)
+    dram[program.uop_addr : program.uop_addr + len(uop_data)] = np.frombuffer(uop_data, dtype=np.uint8)
+    insn_data = codec.encode_stream(program.instructions)
+    dram[program.insn_addr : program.insn_addr + len(insn_data)] = np.frombuffer(insn_data, dtype=np.uint8)
+    depth = cfg.uop_depth
+    return MachineState(
+        cfg=cfg,
+        dram=dram,
+        inp_bytes=np.zeros((cfg.inp_depth, cfg.inp_elem_bytes), dtype=np.uint8),
+        wgt_bytes=np.zeros((cfg.wgt_depth, cfg.wgt_elem_bytes), dtype=np.uint8),
+        acc_bytes=np.zeros((cfg.acc_depth, cfg.acc_elem_bytes), dtype=np.uint8),
+        uop_words=np.zeros(depth, dtype="<u4"),
+        uop_dst=np.zeros(depth, dtype=np.int64),
+        uop_src=np.zeros(depth, dtype=np.int64),
+        uop_wgt=np.zeros(depth, dtype=np.int64),
+    )

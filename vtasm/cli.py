@@ -1,0 +1,114 @@
+"""`vtasm`: assemble, disassemble, dump and convert VTA programs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from .cli_support import config_option, reports_errors, traceback_option
+from .config import resolve_config
+from .fileio import write_atomic
+
+
+def _explicit_config(config_path: str | None):
+    return resolve_config(config_path) if config_path else None
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="vta-toolchain")
+def main() -> None:
+    """VTA assembler, disassembler and binary tools.
+
+    Exit codes: 0 success, 1 bad input, 2 usage error.
+    """
+
+
+@main.command()
+@click.argument("source", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Output .vbin (default: SOURCE.vbin).")
+@config_option
+@traceback_option
+@reports_errors
+def assemble(source: str, output: str | None, config_path: str | None) -> None:
+    """Assemble a .vasm file into a .vbin."""
+    from .assembler import assemble_file
+    from .vbin import save_vbin
+
+    cfg = _explicit_config(config_path)
+    if cfg is None and Path("vta_config.json").is_file():
+        cfg = resolve_config(None)
+    program = assemble_file(source, cfg)
+    save_vbin(program, output or str(Path(source).with_suffix(".vbin")))
+
+
+@main.command()
+@click.argument("binary", type=click.Path())
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the assembly here (default: stdout).")
+@config_option
+@traceback_option
+@reports_errors
+def disasm(binary: str, output: str | None, config_path: str | None) -> None:
+    """Print a .vbin (or raw directory) as canonical assembly."""
+    from .disassembler import disassemble
+    from .raw import load_program
+
+    text = disassemble(load_program(binary, _explicit_config(config_path)))
+    if output:
+        write_atomic(output, text)
+    else:
+        click.echo(text, nl=False)
+
+
+@main.command()
+@click.argument("binary", type=click.Path())
+@click.option("--uops", is_flag=True, help="Also print the micro-op listing.")
+@config_option
+@traceback_option
+@reports_errors
+def dump(binary: str, uops: bool, config_path: str | None) -> None:
+    """Print the VTA runtime's instruction listing (and micro-ops with --uops)."""
+    from .dump import dump_instructions, dump_uops
+    from .raw import load_program
+
+    program = load_program(binary, _explicit_config(config_path))
+    text = dump_instructions(program)
+    if uops:
+        text += dump_uops(program.uops)
+    click.echo(text, nl=False)
+
+
+@main.command("export")
+@click.argument("binary", type=click.Path(dir_okay=False))
+@click.option("--raw", "raw_dir", required=True, type=click.Path(file_okay=False), help="Directory to write.")
+@config_option
+@traceback_option
+@reports_errors
+def export_cmd(binary: str, raw_dir: str, config_path: str | None) -> None:
+    """Write a .vbin as a raw interchange directory (insn.bin, uop.bin, segments, layout.json)."""
+    from .raw import export_raw
+    from .vbin import check_config_matches, load_vbin
+
+    program = load_vbin(binary)
+    cfg = _explicit_config(config_path)
+    if cfg is not None:
+        check_config_matches(program, cfg)
+    export_raw(program, raw_dir)
+
+
+@main.command("import")
+@click.argument("raw_dir", type=click.Path(file_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Output .vbin.")
+@config_option
+@traceback_option
+@reports_errors
+def import_cmd(raw_dir: str, output: str, config_path: str | None) -> None:
+    """Read a raw interchange directory into a .vbin."""
+    from .raw import import_raw
+    from .vbin import save_vbin
+
+    save_vbin(import_raw(raw_dir, _explicit_config(config_path)), output)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,70 @@
+"""What the three command-line tools share: error rendering and exit codes.
+
+Exit codes: 0 success, 1 bad input (source, binary, configuration), 2 usage
+error, 3 simulation fault. Errors print as one line on stderr (source errors
+add the line and a caret); ``--traceback`` shows the Python stack instead.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Any, Callable
+
+import click
+
+from .config import VTAConfig, resolve_config
+from .errors import VtaError
+
+EXIT_OK, EXIT_BAD_INPUT, EXIT_USAGE, EXIT_FAULT = 0, 1, 2, 3
+
+
+def traceback_option(fn: Callable) -> Callable:
+    return click.option(
+        "--traceback", is_flag=True, hidden=False, help="Show the Python stack on errors (debugging)."
+    )(fn)
+
+
+def config_option(fn: Callable) -> Callable:
+    return click.option(
+        "--config",
+        "config_path",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="vta_config.json to use (default: ./vta_config.json, else the built-in 1x16x16).",
+    )(fn)
+
+
+def reports_errors(fn: Callable) -> Callable:
+    """Run a command body, turning toolchain errors into one message and an exit code."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        show_stack = kwargs.pop("traceback", False)
+        try:
+            return fn(*args, **kwargs)
+        except VtaError as exc:
+            if show_stack:
+                raise
+            click.echo(f"error: {exc.render()}", err=True)
+            sys.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            sys.exit(130)
+        except (click.exceptions.Exit, click.ClickException, SystemExit):
+            raise
+        except Exception as exc:  # a bug in the toolchain, not bad input
+            if show_stack:
+                raise
+            click.echo(
+                f"internal error: {type(exc).__name__}: {exc} (rerun with --traceback and report it)",
+                err=True,
+            )
+            sys.exit(EXIT_BAD_INPUT)
+
+    return wrapper
+
+
+def cli_config(config_path: str | None) -> VTAConfig:
+    """The configuration a command runs with (--config, ./vta_config.json or default)."""
+    return resolve_config(config_path)
