@@ -55,11 +55,41 @@ def check_bounds(index: int, insn: Instruction, plan: LoopPlan, name: str, value
         )
 
 
+def _im2col_layout(plan: LoopPlan) -> dict | None:
+    """The (destination x tap) grid of a convolution-shaped instruction, if it has one.
+
+    When every destination receives the same number T of products and the
+    weight tiles of those products come in the same sequence for every
+    destination, the whole instruction is one matrix product
+    ``[D*BATCH, T*BLOCK_IN] @ [T*BLOCK_IN, BLOCK_OUT]`` (im2col).
+    """
+    order = np.argsort(plan.dst, kind="stable")
+    d_sorted = plan.dst[order]
+    starts = np.flatnonzero(np.r_[True, d_sorted[1:] != d_sorted[:-1]])
+    taps = d_sorted.size // starts.size
+    if taps < 2 or starts.size * taps != d_sorted.size or (np.diff(starts) != taps).any():
+        return None
+    w_grid = plan.wgt[order].reshape(starts.size, taps)
+    if (w_grid != w_grid[0]).any():
+        return None
+    return {
+        "kind": "im2col",
+        "src": plan.src[order].reshape(starts.size, taps),
+        "weights": w_grid[0],
+        "dst": d_sorted[starts],
+        "taps": taps,
+    }
+
+
 def _gemm_layout(plan: LoopPlan) -> dict:
     """Grouping by weight tile and by destination, computed once per plan."""
     cached = plan.extra.get("gemm")
     if cached is not None:
         return cached
+    im2col = _im2col_layout(plan)
+    if im2col is not None:
+        plan.extra["gemm"] = im2col
+        return im2col
     order = np.argsort(plan.wgt, kind="stable")
     w_sorted = plan.wgt[order]
     starts = np.flatnonzero(np.r_[True, w_sorted[1:] != w_sorted[:-1]])
@@ -70,6 +100,7 @@ def _gemm_layout(plan: LoopPlan) -> dict:
     d2 = dst_sorted[by_dst]
     d_starts = np.flatnonzero(np.r_[True, d2[1:] != d2[:-1]])
     layout = {
+        "kind": "grouped",
         "src": src_sorted,
         "weights": w_sorted[starts],
         "starts": starts,
@@ -83,6 +114,25 @@ def _gemm_layout(plan: LoopPlan) -> dict:
     }
     plan.extra["gemm"] = layout
     return layout
+
+
+def _exact_float(cfg, terms: int) -> type:
+    """float32 when sums of ``terms`` BLOCK_IN-long dot products stay below 2^24, else float64."""
+    bound = terms * cfg.block_in << (cfg.inp_width + cfg.wgt_width - 2)
+    return np.float32 if bound < (1 << 24) else np.float64
+
+
+def _run_im2col(state: MachineState, lay: dict) -> None:
+    cfg = state.cfg
+    ftype = _exact_float(cfg, lay["taps"])
+    d, taps = lay["src"].shape
+    x = state.inp[lay["src"]].astype(ftype)  # (D, T, B, BI)
+    x = x.transpose(0, 2, 1, 3).reshape(d * cfg.batch, taps * cfg.block_in)
+    w = state.wgt[lay["weights"]].astype(ftype)  # (T, BO, BI)
+    w = w.transpose(0, 2, 1).reshape(taps * cfg.block_in, cfg.block_out)
+    prod = (x @ w).reshape(d, cfg.batch, cfg.block_out)
+    dst = lay["dst"]
+    state.acc[dst] = (state.acc[dst].astype(np.int64) + prod.astype(np.int64)).astype(state.acc.dtype)
 
 
 def run_gemm(state: MachineState, index: int, insn: Instruction, plans: PlanCache) -> int:
@@ -100,8 +150,10 @@ def run_gemm(state: MachineState, index: int, insn: Instruction, plans: PlanCach
     check_bounds(index, insn, plan, "inp", plan.src, cfg.inp_depth)
     check_bounds(index, insn, plan, "wgt", plan.wgt, cfg.wgt_depth)
     lay = _gemm_layout(plan)
-    exact_f32 = cfg.block_in << (cfg.inp_width + cfg.wgt_width - 2) < (1 << 24)
-    ftype = np.float32 if exact_f32 else np.float64
+    if lay["kind"] == "im2col":
+        _run_im2col(state, lay)
+        return n
+    ftype = _exact_float(cfg, 1)
     x = state.inp[lay["src"]].astype(ftype)  # (K, B, BI) in weight-group order
     w = state.wgt[lay["weights"]].astype(ftype)  # (G, BO, BI)
     groups = lay["weights"].size
