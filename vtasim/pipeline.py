@@ -69,6 +69,7 @@ class Pipeline:
         self.max_ops = max_ops
         self.ops_used = 0
         self.observers: list[Observer] = []
+        self.pre_observers: list[Callable[[int, Instruction], None]] = []
         self.queues: dict[str, deque[int]] = {q: deque() for q in isa.QUEUES}
         self.max_depth: dict[str, int] = {q: 0 for q in isa.QUEUES}
         self.stage_counts = {s: 0 for s in isa.STAGES}
@@ -118,6 +119,8 @@ class Pipeline:
             self.ops_used += 1 + need
             if self.ops_used > self.max_ops:
                 raise fault(i, insn, f"the operation budget (--max-ops {self.max_ops}) is exhausted")
+            for pre in self.pre_observers:
+                pre(i, insn)
             ops = self.execute(i, insn) if insn.kind != "finish" else 0
             for q in pushes:
                 self.queues[q].append(i)

@@ -1,0 +1,67 @@
+"""Which on-chip and DRAM elements an instruction reads and writes.
+
+Used by the race checker; derived from the same semantics as the units (the
+loop plans for GEMM/ALU, the 2-D tile shapes for loads and stores).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from vtasm import isa
+from vtasm.encoding import Instruction
+
+from .loops import PlanCache
+from .state import MachineState
+
+UOP, WGT, INP, ACC, OUT, ACC8 = (isa.MEM_TYPES[n] for n in ("uop", "wgt", "inp", "acc", "out", "acc8"))
+_SRAM = {UOP: "uop", WGT: "wgt", INP: "inp", ACC: "acc", ACC8: "acc"}
+
+
+@dataclass
+class Access:
+    """One instruction's accesses: buffer name -> (read indices, written indices)."""
+
+    reads: dict[str, np.ndarray]
+    writes: dict[str, np.ndarray]
+
+
+def _dram_bytes(base: int, rows: int, row_bytes: int, stride: int) -> np.ndarray:
+    if rows <= 0 or row_bytes <= 0:
+        return np.empty(0, dtype=np.int64)
+    starts = base + np.arange(rows, dtype=np.int64) * stride
+    return (starts[:, None] + np.arange(row_bytes, dtype=np.int64)[None, :]).reshape(-1)
+
+
+def accesses(state: MachineState, insn: Instruction, plans: PlanCache) -> Access:
+    """The elements (SRAM indices per buffer, DRAM byte addresses) an executed instruction touched."""
+    cfg = state.cfg
+    reads: dict[str, np.ndarray] = {}
+    writes: dict[str, np.ndarray] = {}
+    kind = insn.kind
+    if kind == "load" and insn["x_size"] and insn["memory_type"] in _SRAM:
+        mtype = insn["memory_type"]
+        x, y = insn["x_size"], insn["y_size"]
+        total = (insn["x_pad_0"] + x + insn["x_pad_1"]) * (insn["y_pad_0"] + y + insn["y_pad_1"])
+        writes[_SRAM[mtype]] = np.arange(insn["sram_base"], insn["sram_base"] + total, dtype=np.int64)
+        eb = cfg.acc8_elem_bytes if mtype == ACC8 else isa.elem_bytes(cfg, mtype)
+        reads["dram"] = _dram_bytes(insn["dram_base"] * eb, y, x * eb, insn["x_stride"] * eb)
+    elif kind == "store" and insn["x_size"]:
+        x, y = insn["x_size"], insn["y_size"]
+        reads["acc"] = np.arange(insn["sram_base"], insn["sram_base"] + x * y, dtype=np.int64)
+        eb = cfg.out_elem_bytes
+        writes["dram"] = _dram_bytes(insn["dram_base"] * eb, y, x * eb, insn["x_stride"] * eb)
+    elif kind in ("gemm", "alu"):
+        n = insn["iter_out"] * insn["iter_in"] * (insn["uop_end"] - insn["uop_bgn"])
+        if n > 0:
+            plan = plans.plan(state, insn)
+            reads["uop"] = np.arange(insn["uop_bgn"], insn["uop_end"], dtype=np.int64)
+            writes["acc"] = np.unique(plan.dst)
+            if kind == "gemm" and not insn["reset"]:
+                reads["inp"] = np.unique(plan.src)
+                reads["wgt"] = np.unique(plan.wgt)
+            elif kind == "alu":
+                reads["acc"] = writes["acc"] if insn["use_imm"] else np.unique(np.r_[plan.dst, plan.src])
+    return Access(reads, writes)
