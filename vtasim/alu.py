@@ -86,7 +86,7 @@ def _waves(plan: LoopPlan, use_imm: bool) -> list[np.ndarray]:
     last_write: dict[int, int] = {}
     last_read: dict[int, int] = {}
     levels = np.empty(plan.dst.size, dtype=np.int64)
-    for k, (d, s) in enumerate(zip(plan.dst.tolist(), plan.src.tolist())):
+    for k, (d, s) in enumerate(zip(plan.dst.tolist(), plan.src.tolist(), strict=True)):
         level = max(last_write.get(d, -1) + 1, last_read.get(d, 0))
         if not use_imm:
             level = max(level, last_write.get(s, -1) + 1)

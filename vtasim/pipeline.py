@@ -16,8 +16,8 @@ and an exhausted operation budget.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from vtasm import isa
 from vtasm.encoding import Instruction
