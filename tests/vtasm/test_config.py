@@ -6,14 +6,26 @@ import json
 
 import pytest
 
-from vtasm.config import DEFAULT_CONFIG, LOG_KEYS, config_from_dict, default_config, load_config, resolve_config
+from vtasm.config import (
+    DEFAULT_CONFIG,
+    LOG_KEYS,
+    config_from_dict,
+    default_config,
+    load_config,
+    resolve_config,
+)
 from vtasm.errors import ConfigError
 
 
 def test_default_derived_values():
     cfg = default_config()
     assert (cfg.batch, cfg.block_in, cfg.block_out) == (1, 16, 16)
-    assert (cfg.inp_elem_bytes, cfg.wgt_elem_bytes, cfg.acc_elem_bytes, cfg.out_elem_bytes) == (16, 256, 64, 16)
+    assert (cfg.inp_elem_bytes, cfg.wgt_elem_bytes, cfg.acc_elem_bytes, cfg.out_elem_bytes) == (
+        16,
+        256,
+        64,
+        16,
+    )
     assert (cfg.log_uop_depth, cfg.log_inp_depth, cfg.log_wgt_depth, cfg.log_acc_depth) == (13, 11, 10, 11)
     assert (cfg.uop_depth, cfg.inp_depth, cfg.wgt_depth, cfg.acc_depth) == (8192, 2048, 1024, 2048)
     assert cfg.describe() == "1x16x16"
