@@ -136,17 +136,17 @@ def _run_im2col(state: MachineState, lay: dict) -> None:
 
 
 def run_gemm(state: MachineState, index: int, insn: Instruction, plans: PlanCache) -> int:
-    """Execute a GEMM instruction; returns the micro-op executions it counts."""
+    """Execute a GEMM instruction; returns its micro-op executions (resets included)."""
     cfg = state.cfg
     n = insn["iter_out"] * insn["iter_in"] * (insn["uop_end"] - insn["uop_bgn"])
     if n <= 0:
-        return 0 if insn["reset"] else n
+        return n
     check_uop_range(state, index, insn)
     plan = plans.plan(state, insn)
     check_bounds(index, insn, plan, "acc", plan.dst, cfg.acc_depth)
     if insn["reset"]:
         state.acc[plan.dst] = 0
-        return 0
+        return n
     check_bounds(index, insn, plan, "inp", plan.src, cfg.inp_depth)
     check_bounds(index, insn, plan, "wgt", plan.wgt, cfg.wgt_depth)
     lay = _gemm_layout(plan)

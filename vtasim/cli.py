@@ -1,0 +1,85 @@
+"""`vtasim`: run VTA programs (.vbin or raw directories) on the functional simulator."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from vtasm.cli_support import config_option, reports_errors, traceback_option
+from vtasm.config import resolve_config
+from vtasm.errors import FormatError
+
+from .io import default_out_dir, parse_assignment, parse_dram_range
+from .pipeline import DEFAULT_MAX_OPS
+from .runner import RunOptions, simulate
+
+EXIT_RACES = 4
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="vta-toolchain")
+def main() -> None:
+    """Functional simulator of VTA programs, bit-exact with the reference behavioral simulator.
+
+    Exit codes: 0 success, 1 bad input, 2 usage error, 3 simulation fault,
+    4 races found by --check-races.
+    """
+
+
+@main.command()
+@click.argument("program", type=click.Path())
+@config_option
+@click.option("--input", "inputs", multiple=True, metavar="NAME=FILE.npy", help="Tensor input (logical layout).")
+@click.option("--output", "outputs", multiple=True, metavar="NAME=FILE.npy", help="Tensor output (logical layout).")
+@click.option("--dump-dram", "dram_dumps", multiple=True, metavar="ADDR:NBYTES:FILE", help="Write a DRAM range.")
+@click.option("--out-dir", type=click.Path(file_okay=False), help="Where the program's result ranges go "
+              "(default: PROGRAM.out next to the program).")
+@click.option("--max-ops", type=click.IntRange(min=1), default=DEFAULT_MAX_OPS, show_default=True,
+              help="Budget of instructions plus micro-op executions.")
+@click.option("--profile", is_flag=True, help="Print the profiler counters as JSON.")
+@click.option("--trace", is_flag=True, help="Print each instruction as it executes (runtime format).")
+@click.option("--trace-format", type=click.Choice(["text", "jsonl"]), default="text", show_default=True)
+@click.option("--trace-uops", is_flag=True, help="With --trace, list the micro-ops GEMM/ALU instructions ran.")
+@click.option("--check-races", is_flag=True, help="Report accesses by different stages that no token orders.")
+@click.option("--lint", is_flag=True, help="Warn about behaviour that differs on real VTA hardware.")
+@traceback_option
+@reports_errors
+def run(program: str, config_path: str | None, inputs: tuple[str, ...], outputs: tuple[str, ...],
+        dram_dumps: tuple[str, ...], out_dir: str | None, max_ops: int, profile: bool, trace: bool,
+        trace_format: str, trace_uops: bool, check_races: bool, lint: bool) -> None:
+    """Run PROGRAM (a .vbin file or a raw directory) to its FINISH."""
+    from vtasm.raw import load_program
+
+    cfg = resolve_config(config_path) if config_path else None
+    prog = load_program(program, cfg)
+    if not Path(program).exists():
+        raise FormatError(f"{program}: no such file or directory")
+    opts = RunOptions(
+        inputs=[parse_assignment(t, "--input") for t in inputs],
+        outputs=[parse_assignment(t, "--output") for t in outputs],
+        dram_dumps=[parse_dram_range(t) for t in dram_dumps],
+        out_dir=Path(out_dir) if out_dir else default_out_dir(program),
+        max_ops=max_ops,
+        trace=(trace_format if trace or trace_uops else None),
+        trace_uops=trace_uops,
+        check_races=check_races,
+        lint=lint,
+    )
+    report = simulate(prog, opts)
+    if profile:
+        click.echo(json.dumps(report.result.profile(), indent=1, separators=(",", ":")))
+    for line in report.warnings:
+        click.echo(line, err=True)
+    for line in report.races:
+        click.echo(line, err=True)
+    if check_races:
+        click.echo(f"{len(report.races)} race(s) found", err=True)
+        if report.races:
+            sys.exit(EXIT_RACES)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
