@@ -59,3 +59,59 @@ def tiled_gemm_stream(n_gemm: int = 1024, rows: int = 16, cols: int = 16, taps: 
     segs = [Segment("inp", inp_addr, inp), Segment("wgt", wgt_addr, wgt),
             Segment("out", out_addr, bytes(out_elems * cfg.out_elem_bytes))]
     return Program(cfg, insns, uops, insn_addr, uop_addr, segs)
+
+
+def conv_stream(size: int = 14, in_tiles: int = 16, out_tiles: int = 16, chunk: int = 8,
+                cfg: VTAConfig | None = None, seed: int = 0) -> Program:
+    """A 3x3, pad 1, stride 1 convolution shaped like ResNet-18 C8 (14x14, 256 -> 256 channels).
+
+    Input channels are processed in chunks of ``chunk`` tiles (the input buffer
+    holds 8 padded 16x16 planes); each chunk is one LOAD INP with the padding
+    done by the DMA, one LOAD WGT and one GEMM of size x size x (chunk * 9)
+    micro-op executions; each output-channel tile is then requantised on the
+    ALU (>> 8, max 0, min 127) and stored. Tokens order every reuse.
+    """
+    cfg = cfg or default_config()
+    rng = np.random.default_rng(seed)
+    plane = (size + 2) * (size + 2)
+    inp = rng.integers(-128, 128, in_tiles * size * size * cfg.inp_elem_bytes, dtype=np.int8).tobytes()
+    n_wgt = out_tiles * in_tiles * 9
+    wgt = rng.integers(-128, 128, n_wgt * cfg.wgt_elem_bytes, dtype=np.int8).tobytes()
+    out_bytes = out_tiles * size * size * cfg.out_elem_bytes
+    inp_addr = PAGE
+    wgt_addr = _page(inp_addr + len(inp))
+    out_addr = _page(wgt_addr + len(wgt))
+    uop_addr = _page(out_addr + out_bytes)
+    taps = chunk * 9
+    uops = [MicroOp(0, c * plane + ky * (size + 2) + kx, c * 9 + ky * 3 + kx)
+            for c in range(chunk) for ky in range(3) for kx in range(3)]
+    uops.append(MicroOp(0, 0, 0))  # ALU kernel: one element, walked by the loops
+    insn_addr = _page(uop_addr + 4 * len(uops))
+    mk = make_instruction
+    loops = {"iter_out": size, "iter_in": size, "dst_factor_out": size, "dst_factor_in": 1}
+    insns = [mk("load", memory_type=0, dram_base=uop_addr // 4, y_size=1, x_size=len(uops), x_stride=len(uops))]
+    chunks = in_tiles // chunk
+    first = True
+    for oc in range(out_tiles):
+        for ch in range(chunks):
+            for c in range(chunk):  # one padded plane per input-channel tile; the first waits for compute
+                insns.append(mk("load", memory_type=2, sram_base=c * plane,
+                                dram_base=inp_addr // cfg.inp_elem_bytes + (ch * chunk + c) * size * size,
+                                y_size=size, x_size=size, x_stride=size, x_pad_0=1, x_pad_1=1, y_pad_0=1,
+                                y_pad_1=1, pop_next=int(c == 0 and not first)))
+            w0 = (oc * in_tiles + ch * chunk) * 9
+            insns.append(mk("load", memory_type=1, dram_base=wgt_addr // cfg.wgt_elem_bytes + w0, y_size=1,
+                            x_size=taps, x_stride=taps, push_next=1))
+            if ch == 0:
+                insns.append(mk("gemm", reset=1, uop_bgn=0, uop_end=1, pop_next=0 if oc == 0 else 1, **loops))
+            insns.append(mk("gemm", uop_bgn=0, uop_end=taps, src_factor_out=size + 2, src_factor_in=1,
+                            pop_prev=1, push_prev=1, **loops))
+            first = False
+        for op, imm in ((3, 8), (1, 0), (0, 127)):
+            insns.append(mk("alu", uop_bgn=taps, uop_end=taps + 1, alu_opcode=op, use_imm=1, imm=imm, **loops))
+        insns[-1].fields["push_next"] = 1
+        insns.append(mk("store", memory_type=4, dram_base=out_addr // cfg.out_elem_bytes + oc * size * size,
+                        y_size=1, x_size=size * size, x_stride=size * size, pop_prev=1, push_prev=1))
+    insns.append(mk("finish", pop_next=1))
+    segs = [Segment("inp", inp_addr, inp), Segment("wgt", wgt_addr, wgt), Segment("out", out_addr, bytes(out_bytes))]
+    return Program(cfg, insns, uops, insn_addr, uop_addr, segs)

@@ -118,21 +118,38 @@ def _gemm_layout(plan: LoopPlan) -> dict:
 
 def _exact_float(cfg, terms: int) -> type:
     """float32 when sums of ``terms`` BLOCK_IN-long dot products stay below 2^24, else float64."""
-    bound = terms * cfg.block_in << (cfg.inp_width + cfg.wgt_width - 2)
-    return np.float32 if bound < (1 << 24) else np.float64
+    return np.float32 if _product_bound(cfg, terms) < (1 << 24) else np.float64
 
 
-def _run_im2col(state: MachineState, lay: dict) -> None:
+def _add_to_acc(state: MachineState, dst: np.ndarray, prod: np.ndarray, bound: int) -> None:
+    """acc[dst] += prod (distinct dst), wrapping at ACC_WIDTH; ``bound`` limits |prod|."""
+    acc = state.acc
+    if acc.dtype.itemsize == 4 and bound < (1 << 31):
+        acc[dst] += prod.astype(np.int32)  # int32 arithmetic wraps like the hardware
+    else:
+        acc[dst] = (acc[dst].astype(np.int64) + prod.astype(np.int64)).astype(acc.dtype)
+
+
+def _product_bound(cfg, terms: int) -> int:
+    return terms * cfg.block_in << (cfg.inp_width + cfg.wgt_width - 2)
+
+
+def _run_im2col(state: MachineState, plan: LoopPlan, lay: dict) -> None:
     cfg = state.cfg
-    ftype = _exact_float(cfg, lay["taps"])
+    bound = _product_bound(cfg, lay["taps"])
+    ftype = np.float32 if bound < (1 << 24) else np.float64
     d, taps = lay["src"].shape
-    x = state.inp[lay["src"]].astype(ftype)  # (D, T, B, BI)
+    x = np.take(state.inp, lay["src"], axis=0).astype(ftype)  # (D, T, B, BI)
     x = x.transpose(0, 2, 1, 3).reshape(d * cfg.batch, taps * cfg.block_in)
-    w = state.wgt[lay["weights"]].astype(ftype)  # (T, BO, BI)
-    w = w.transpose(0, 2, 1).reshape(taps * cfg.block_in, cfg.block_out)
+    cached = plan.extra.get("im2col_w")  # the weight matrix, valid until weights are reloaded
+    if cached is not None and cached[0] == state.wgt_generation:
+        w = cached[1]
+    else:
+        w = np.take(state.wgt, lay["weights"], axis=0).astype(ftype)  # (T, BO, BI)
+        w = np.ascontiguousarray(w.transpose(0, 2, 1).reshape(taps * cfg.block_in, cfg.block_out))
+        plan.extra["im2col_w"] = (state.wgt_generation, w)
     prod = (x @ w).reshape(d, cfg.batch, cfg.block_out)
-    dst = lay["dst"]
-    state.acc[dst] = (state.acc[dst].astype(np.int64) + prod.astype(np.int64)).astype(state.acc.dtype)
+    _add_to_acc(state, lay["dst"], prod, bound)
 
 
 def run_gemm(state: MachineState, index: int, insn: Instruction, plans: PlanCache) -> int:
@@ -151,11 +168,11 @@ def run_gemm(state: MachineState, index: int, insn: Instruction, plans: PlanCach
     check_bounds(index, insn, plan, "wgt", plan.wgt, cfg.wgt_depth)
     lay = _gemm_layout(plan)
     if lay["kind"] == "im2col":
-        _run_im2col(state, lay)
+        _run_im2col(state, plan, lay)
         return n
     ftype = _exact_float(cfg, 1)
-    x = state.inp[lay["src"]].astype(ftype)  # (K, B, BI) in weight-group order
-    w = state.wgt[lay["weights"]].astype(ftype)  # (G, BO, BI)
+    x = np.take(state.inp, lay["src"], axis=0).astype(ftype)  # (K, B, BI) in weight-group order
+    w = np.take(state.wgt, lay["weights"], axis=0).astype(ftype)  # (G, BO, BI)
     groups = lay["weights"].size
     if lay["equal"]:
         size = lay["group"]
@@ -166,12 +183,10 @@ def run_gemm(state: MachineState, index: int, insn: Instruction, plans: PlanCach
         for g in range(groups):
             lo, hi = bounds[g], bounds[g + 1]
             prod[lo * cfg.batch : hi * cfg.batch] = x[lo:hi].reshape(-1, cfg.block_in) @ w[g].T
-    prod = prod.reshape(-1, cfg.batch, cfg.block_out).astype(np.int64)
+    prod = prod.reshape(-1, cfg.batch, cfg.block_out)
     if lay["unique_dst"]:
-        dst = lay["dst"]
-        state.acc[dst] = (state.acc[dst].astype(np.int64) + prod).astype(state.acc.dtype)
+        _add_to_acc(state, lay["dst"], prod, _product_bound(cfg, 1))
     else:
-        sums = np.add.reduceat(prod[lay["by_dst"]], lay["dst_starts"], axis=0)
-        dst = lay["dst_unique_values"]
-        state.acc[dst] = (state.acc[dst].astype(np.int64) + sums).astype(state.acc.dtype)
+        sums = np.add.reduceat(np.take(prod.astype(np.int64), lay["by_dst"], axis=0), lay["dst_starts"], axis=0)
+        _add_to_acc(state, lay["dst_unique_values"], sums, 1 << 62)
     return n

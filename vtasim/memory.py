@@ -67,6 +67,8 @@ def run_load(state: MachineState, index: int, insn: Instruction) -> int:
         tile[yp0 : yp0 + y_size, xp0 : xp0 + x_size] = _load_rows(state, index, insn, sram_elem)
     if mtype == UOP:
         state.refresh_uops(base, end)
+    elif mtype == WGT:
+        state.wgt_generation += 1
     counted = cfg.acc_elem_bytes if mtype == ACC8 else sram_elem
     return x_size * y_size * counted
 

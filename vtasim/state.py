@@ -38,6 +38,7 @@ class MachineState:
     uop_src: np.ndarray
     uop_wgt: np.ndarray
     uop_generation: int = 0
+    wgt_generation: int = 0
     # typed views, filled in __post_init__
     inp: np.ndarray = field(init=False)
     wgt: np.ndarray = field(init=False)
