@@ -8,9 +8,7 @@ from pathlib import Path
 
 import click
 
-from vtasm.cli_support import config_option, reports_errors, traceback_option
-from vtasm.config import resolve_config
-from vtasm.errors import FormatError
+from vtasm.cli_support import config_option, open_program, reports_errors, traceback_option
 
 from .io import default_out_dir, parse_assignment, parse_dram_range
 from .pipeline import DEFAULT_MAX_OPS
@@ -51,12 +49,7 @@ def run(program: str, config_path: str | None, inputs: tuple[str, ...], outputs:
         dram_dumps: tuple[str, ...], out_dir: str | None, max_ops: int, profile: bool, trace: bool,
         trace_format: str, trace_uops: bool, check_races: bool, lint: bool) -> None:
     """Run PROGRAM (a .vbin file or a raw directory) to its FINISH."""
-    from vtasm.raw import load_program
-
-    cfg = resolve_config(config_path) if config_path else None
-    prog = load_program(program, cfg)
-    if not Path(program).exists():
-        raise FormatError(f"{program}: no such file or directory")
+    prog = open_program(program, config_path)
     opts = RunOptions(
         inputs=[parse_assignment(t, "--input") for t in inputs],
         outputs=[parse_assignment(t, "--output") for t in outputs],

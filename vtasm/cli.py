@@ -6,13 +6,9 @@ from pathlib import Path
 
 import click
 
-from .cli_support import config_option, reports_errors, traceback_option
+from .cli_support import config_option, explicit_config, open_program, reports_errors, traceback_option
 from .config import resolve_config
 from .fileio import write_atomic
-
-
-def _explicit_config(config_path: str | None):
-    return resolve_config(config_path) if config_path else None
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -35,10 +31,7 @@ def assemble(source: str, output: str | None, config_path: str | None) -> None:
     from .assembler import assemble_file
     from .vbin import save_vbin
 
-    cfg = _explicit_config(config_path)
-    if cfg is None and Path("vta_config.json").is_file():
-        cfg = resolve_config(None)
-    program = assemble_file(source, cfg)
+    program = assemble_file(source, explicit_config(config_path))
     save_vbin(program, output or str(Path(source).with_suffix(".vbin")))
 
 
@@ -51,9 +44,8 @@ def assemble(source: str, output: str | None, config_path: str | None) -> None:
 def disasm(binary: str, output: str | None, config_path: str | None) -> None:
     """Print a .vbin (or raw directory) as canonical assembly."""
     from .disassembler import disassemble
-    from .raw import load_program
 
-    text = disassemble(load_program(binary, _explicit_config(config_path)))
+    text = disassemble(open_program(binary, config_path))
     if output:
         write_atomic(output, text)
     else:
@@ -69,9 +61,8 @@ def disasm(binary: str, output: str | None, config_path: str | None) -> None:
 def dump(binary: str, uops: bool, config_path: str | None) -> None:
     """Print the VTA runtime's instruction listing (and micro-ops with --uops)."""
     from .dump import dump_instructions, dump_uops
-    from .raw import load_program
 
-    program = load_program(binary, _explicit_config(config_path))
+    program = open_program(binary, config_path)
     text = dump_instructions(program)
     if uops:
         text += dump_uops(program.uops)
@@ -90,7 +81,7 @@ def export_cmd(binary: str, raw_dir: str, config_path: str | None) -> None:
     from .vbin import check_config_matches, load_vbin
 
     program = load_vbin(binary)
-    cfg = _explicit_config(config_path)
+    cfg = explicit_config(config_path)
     if cfg is not None:
         check_config_matches(program, cfg)
     export_raw(program, raw_dir)
@@ -107,7 +98,7 @@ def import_cmd(raw_dir: str, output: str, config_path: str | None) -> None:
     from .raw import import_raw
     from .vbin import save_vbin
 
-    save_vbin(import_raw(raw_dir, _explicit_config(config_path)), output)
+    save_vbin(import_raw(raw_dir, explicit_config(config_path), fallback=resolve_config(None)), output)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -66,6 +66,17 @@ def reports_errors(fn: Callable) -> Callable:
     return wrapper
 
 
-def cli_config(config_path: str | None) -> VTAConfig:
-    """The configuration a command runs with (--config, ./vta_config.json or default)."""
-    return resolve_config(config_path)
+def explicit_config(config_path: str | None) -> VTAConfig | None:
+    """The --config file's configuration, or None when the option was not given."""
+    return resolve_config(config_path) if config_path else None
+
+
+def open_program(path: str, config_path: str | None):
+    """Load a .vbin or raw directory the way every CLI does.
+
+    An explicit --config must match the program's own configuration; a raw
+    directory without one uses --config, else ./vta_config.json, else the default.
+    """
+    from .raw import load_program
+
+    return load_program(path, explicit_config(config_path), fallback=resolve_config(None))

@@ -48,9 +48,11 @@ def inside(directory: Path, rel: str, where: str) -> Path:
     return target
 
 
-def _read_config(layout: dict, cfg: VTAConfig | None, where: str) -> VTAConfig:
+def _read_config(layout: dict, cfg: VTAConfig | None, where: str, fallback: VTAConfig | None) -> VTAConfig:
     if "config" not in layout:
-        return cfg if cfg is not None else default_config()
+        if cfg is not None:
+            return cfg
+        return fallback if fallback is not None else default_config()
     try:
         own = config_from_dict(layout["config"], f"{where} config")
     except ConfigError as exc:
@@ -79,15 +81,21 @@ def _segment_name(file: str, taken: set[str]) -> str:
     return name
 
 
-def import_raw(directory: str | Path, cfg: VTAConfig | None = None) -> Program:
-    """Read a raw directory into a Program (``cfg``: the tool's configuration, if any)."""
+def import_raw(directory: str | Path, cfg: VTAConfig | None = None,
+               fallback: VTAConfig | None = None) -> Program:
+    """Read a raw directory into a Program.
+
+    ``cfg`` is an explicit configuration (--config): the layout's own config must
+    match it. ``fallback`` is used when the layout carries no config and no
+    ``cfg`` is given (the CLIs pass ./vta_config.json); else the default.
+    """
     d = Path(directory)
     lpath = d / LAYOUT
     where = str(lpath)
     if not d.is_dir():
         raise FormatError(f"{d}: not a directory")
     layout = get_object(parse_json(read_bytes(lpath, "layout"), where), where, ("insn_addr",), LAYOUT_KEYS)
-    config = _read_config(layout, cfg, where)
+    config = _read_config(layout, cfg, where, fallback)
     codec = codec_for(config)
 
     insn_file = get_str(layout.get("insn_file", DEFAULT_INSN_FILE), f"{where} insn_file")
@@ -201,11 +209,14 @@ def export_raw(program: Program, directory: str | Path) -> None:
         raise FormatError(f"{d}: cannot write raw directory: {exc.strerror or exc}") from None
 
 
-def load_program(path: str | Path, cfg: VTAConfig | None = None) -> Program:
-    """Open a .vbin file or a raw directory; ``cfg`` (from --config) must match the program's."""
+def load_program(path: str | Path, cfg: VTAConfig | None = None, fallback: VTAConfig | None = None) -> Program:
+    """Open a .vbin file or a raw directory; ``cfg`` (from --config) must match the program's.
+
+    ``fallback`` configures a raw directory whose layout has no config (see import_raw).
+    """
     p = Path(path)
     if p.is_dir():
-        return import_raw(p, cfg)
+        return import_raw(p, cfg, fallback)
     data = read_bytes(p, "program")
     if not is_vbin(data):
         raise FormatError(f"{p}: not a .vbin file (bad magic) nor a raw directory")
