@@ -60,11 +60,17 @@ def make_instruction(kind: str, **values: int) -> Instruction:
 
 @dataclass(frozen=True)
 class MicroOp:
-    """One micro-op: accumulator, input (or ALU source) and weight indices."""
+    """One micro-op: accumulator, input (or ALU source) and weight indices.
+
+    ``raw``, when set, is the 32-bit word to write as is (``uop.raw`` in
+    assembly, or a decoded word with bits set outside every field); it is not
+    part of equality, which compares the field values.
+    """
 
     dst_idx: int
     src_idx: int
     wgt_idx: int
+    raw: int | None = field(default=None, compare=False)
 
 
 class _Format:
@@ -149,13 +155,17 @@ class Codec:
 
     # -- micro-ops -----------------------------------------------------------
     def encode_uop(self, uop: MicroOp, where: str = "") -> bytes:
+        if uop.raw is not None:
+            return uop.raw.to_bytes(isa.UOP_BITS // 8, "little")
         values = {"dst_idx": uop.dst_idx, "src_idx": uop.src_idx, "wgt_idx": uop.wgt_idx}
         self.check_fields("uop", values, where)
         return self._uop.pack(values)
 
     def decode_uop(self, data: bytes) -> MicroOp:
+        """Decode 4 bytes; a word with bits outside every field keeps them in ``raw``."""
         v = self._uop.unpack(data)
-        return MicroOp(v["dst_idx"], v["src_idx"], v["wgt_idx"])
+        raw = None if self.uop_is_canonical(data) else int.from_bytes(data, "little")
+        return MicroOp(v["dst_idx"], v["src_idx"], v["wgt_idx"], raw=raw)
 
     def uop_is_canonical(self, data: bytes) -> bool:
         """Whether a micro-op word has no bits set outside its fields."""
