@@ -75,10 +75,7 @@ def build_meta(program: Program) -> dict:
         "insn_file": program.insn_file,
         "uop_file": program.uop_file,
         "segments": segments,
-        "tensors": [
-            {"name": t.name, "dtype": t.dtype, "shape": list(t.shape), "tile": list(t.tile)}
-            for t in program.tensors
-        ],
+        "tensors": [_tensor_entry(t) for t in program.tensors],
         "dumps": [{"addr": d.addr, "nbytes": d.nbytes, "file": d.file} for d in program.dumps],
         "uop_labels": [[name, index] for name, index in program.uop_labels.items()],
         "counts": {"insns": len(program.instructions), "uops": len(program.uops)},
@@ -147,12 +144,19 @@ def _dims(value: object, where: str) -> tuple[int, ...]:
     return dims
 
 
+def _tensor_entry(t: TensorInfo) -> dict:
+    entry = {"name": t.name, "dtype": t.dtype, "shape": list(t.shape), "tile": list(t.tile)}
+    if t.repeat != 1:
+        entry["repeat"] = t.repeat
+    return entry
+
+
 def _tensors(value: object, segments: list[SegmentEntry], where: str) -> list[TensorInfo]:
     sizes = {seg.name: seg.size for seg in segments}
     out: list[TensorInfo] = []
     for i, item in enumerate(get_list(value, where)):
         at = f"{where}[{i}]"
-        obj = get_object(item, at, ("name", "dtype", "shape", "tile"))
+        obj = get_object(item, at, ("name", "dtype", "shape", "tile"), ("repeat",))
         name = get_str(obj["name"], f"{at}.name")
         if any(t.name == name for t in out):
             raise FormatError(f"{at}: duplicate tensor name '{name}'")
@@ -162,7 +166,10 @@ def _tensors(value: object, segments: list[SegmentEntry], where: str) -> list[Te
         shape, tile = _dims(obj["shape"], f"{at}.shape"), _dims(obj["tile"], f"{at}.tile")
         if len(shape) != len(tile):
             raise FormatError(f"{at}: shape has {len(shape)} dimensions but tile has {len(tile)}")
-        tensor = TensorInfo(name, dtype, shape, tile)
+        repeat = get_int(obj.get("repeat", 1), f"{at}.repeat")
+        if repeat < 1:
+            raise FormatError(f"{at}.repeat: must be at least 1, got {repeat}")
+        tensor = TensorInfo(name, dtype, shape, tile, repeat)
         if name not in sizes:
             raise FormatError(f"{at}: tensor '{name}' has no segment of the same name")
         if tensor.nbytes != sizes[name]:

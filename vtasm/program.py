@@ -54,6 +54,7 @@ class TensorInfo:
     dtype: str
     shape: tuple[int, ...]
     tile: tuple[int, ...]
+    repeat: int = 1  # each tile stored this many times (a broadcast axis before the tile axes)
 
     @property
     def np_dtype(self) -> np.dtype:
@@ -61,7 +62,7 @@ class TensorInfo:
 
     @property
     def outer_shape(self) -> tuple[int, ...]:
-        return tuple(math.ceil(n / t) for n, t in zip(self.shape, self.tile))
+        return tuple(math.ceil(n / t) for n, t in zip(self.shape, self.tile, strict=True))
 
     @property
     def tiled_dims(self) -> tuple[int, ...]:
@@ -69,7 +70,8 @@ class TensorInfo:
 
     @property
     def packed_shape(self) -> tuple[int, ...]:
-        return self.outer_shape + tuple(self.tile[i] for i in self.tiled_dims)
+        rep = (self.repeat,) if self.repeat > 1 else ()
+        return self.outer_shape + rep + tuple(self.tile[i] for i in self.tiled_dims)
 
     @property
     def nbytes(self) -> int:
@@ -84,23 +86,29 @@ class TensorInfo:
             )
         if arr.dtype != self.np_dtype:
             raise FormatError(f"tensor {self.name}: expected dtype {self.dtype}, got {arr.dtype}")
-        padded_shape = tuple(o * t for o, t in zip(self.outer_shape, self.tile))
+        padded_shape = tuple(o * t for o, t in zip(self.outer_shape, self.tile, strict=True))
         padded = np.zeros(padded_shape, dtype=self.np_dtype)
         padded[tuple(slice(0, n) for n in self.shape)] = arr
-        return _tile(padded, self.tile).astype(self.np_dtype.newbyteorder("<")).tobytes()
+        tiled = _tile(padded, self.tile)
+        if self.repeat > 1:
+            rank = len(self.shape)
+            tiled = np.broadcast_to(np.expand_dims(tiled, rank), self.packed_shape)
+        return np.ascontiguousarray(tiled).astype(self.np_dtype.newbyteorder("<")).tobytes()
 
     def unpack(self, data: bytes) -> np.ndarray:
         """Packed bytes -> logical array."""
         if len(data) != self.nbytes:
             raise FormatError(f"tensor {self.name}: expected {self.nbytes} bytes, got {len(data)}")
         packed = np.frombuffer(data, dtype=self.np_dtype.newbyteorder("<")).reshape(self.packed_shape)
+        if self.repeat > 1:
+            packed = packed.take(0, axis=len(self.shape))
         padded = _untile(packed, self.tile, len(self.shape)).astype(self.np_dtype)
         return np.ascontiguousarray(padded[tuple(slice(0, n) for n in self.shape)])
 
 
 def _tile(padded: np.ndarray, tile: tuple[int, ...]) -> np.ndarray:
     split_shape = []
-    for n, t in zip(padded.shape, tile):
+    for n, t in zip(padded.shape, tile, strict=True):
         split_shape += [n // t, t]
     split = padded.reshape(split_shape)
     rank = len(tile)
@@ -118,7 +126,7 @@ def _untile(packed: np.ndarray, tile: tuple[int, ...], rank: int) -> np.ndarray:
     order += [2 * i + 1 for i in range(rank) if tile[i] == 1]
     inverse = np.argsort(order)
     merged = full.transpose(inverse)
-    return merged.reshape([o * t for o, t in zip(outer, tile)])
+    return merged.reshape([o * t for o, t in zip(outer, tile, strict=True)])
 
 
 @dataclass(frozen=True)
