@@ -1,0 +1,214 @@
+"""The race checker (missing tokens) and the portability lint (isa.md section 7)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+
+from vtasim.lint import Linter
+from vtasim.machine import Machine
+from vtasim.races import RaceChecker
+
+from . import randprog
+from .builders import (
+    ACC,
+    ACC8,
+    INP,
+    MUL,
+    SHR,
+    UOP,
+    WGT,
+    Image,
+    alu,
+    chain,
+    config,
+    finish,
+    gemm,
+    int32_bytes,
+    load,
+    matmul_program,
+    nop,
+    store,
+    uops,
+)
+
+CFG = config("default")
+
+
+def races(program):
+    machine = Machine(program)
+    checker = RaceChecker(machine)
+    machine.run()
+    return checker.report()
+
+
+def race_pairs(program):
+    return {(r.buffer, r.first, r.second) for r in races(program)}
+
+
+# -- races ------------------------------------------------------------------------
+
+
+def gemm_store_program(drop: str | None = None, reload: bool = False):
+    """0 LOAD UOP, 1 LOAD INP, 2 GEMM, 3 STORE (, reload: 4 NOP, 5 LOAD INP of the stored bytes), FINISH.
+
+    ``drop`` removes one token: "inp" (LOAD INP -> GEMM), "acc" (GEMM -> STORE)
+    or "dram" (STORE -> the reloading LOAD INP).
+    """
+    img = Image(CFG)
+    x = img.add("x", bytes(range(16)))
+    y = img.add("y", bytes(16))
+    insns = [
+        load(UOP, 0, img.uop_elem(), 1),
+        load(INP, 0, x // 16, 1, push_next=int(drop != "inp")),
+        gemm(0, 1, pop_prev=int(drop != "inp"), push_next=int(drop != "acc")),
+        store(0, y // 16, 1, pop_prev=int(drop != "acc"), push_prev=1),
+    ]
+    if reload:
+        sync = drop != "dram"
+        insns += [nop("compute", pop_next=1, push_prev=int(sync)), load(INP, 1, y // 16, 1, pop_next=int(sync)),
+                  finish()]
+    else:
+        insns.append(finish(pop_next=1))
+    return img.program(insns, uops((0, 0, 0)))
+
+
+@pytest.mark.parametrize("reload", [False, True])
+def test_correct_programs_have_no_races(reload):
+    assert races(gemm_store_program(reload=reload)) == []
+    assert races(matmul_program()) == []
+
+
+def test_load_to_gemm_without_token_is_a_race():
+    found = races(gemm_store_program("inp"))
+    assert [(r.buffer, r.first, r.first_access, r.second, r.second_access) for r in found] == [
+        ("inp", 1, "writes", 2, "reads")
+    ]
+    text = found[0].describe(gemm_store_program("inp"))
+    assert "instruction 1" in text and "instruction 2" in text and "inp[0..0]" in text
+
+
+def test_gemm_before_its_loads_without_token_is_a_race():
+    # the GEMM (2) may run before the loads (3, 4) it should wait for
+    assert race_pairs(matmul_program(racy=True)) == {("inp", 2, 3), ("wgt", 2, 4)}
+
+
+def test_store_reading_acc_without_waiting_is_a_race():
+    assert race_pairs(gemm_store_program("acc")) == {("acc", 2, 3)}
+
+
+def test_load_of_stored_dram_without_token_is_a_race():
+    found = races(gemm_store_program("dram", reload=True))
+    assert [(r.buffer, r.first, r.second) for r in found] == [("dram", 3, 5)]
+    assert "DRAM bytes" in found[0].describe(gemm_store_program("dram", reload=True))
+
+
+@settings(max_examples=30, deadline=None)
+@given(randprog.bodies, randprog.seeds)
+def test_token_chained_random_programs_have_no_races(body, seed):
+    assert races(randprog.build(config("batch2"), body, seed)) == []
+
+
+# -- lint -----------------------------------------------------------------------------
+
+
+def lint(program) -> list[str]:
+    machine = Machine(program)
+    linter = Linter(machine)
+    machine.run()
+    return sorted(w.rule for w in linter.report())
+
+
+def lint_program(table=((0, 0, 0), (1, 1, 1)), acc=(7, 7, 7, 7), acc_mem=ACC, pads=None, body=None,
+                 stored=2):
+    """LOAD UOP, LOAD ACC 0..3, LOAD INP 0..1, LOAD WGT 0..1, GEMM 0..1 (touching acc 0, 1), body, STORE.
+
+    ``pads`` maps a memory type to the padding of its load; the values of acc
+    are broadcast to every lane of their element.
+    """
+    pads = pads or {}
+    img = Image(CFG)
+    lanes = CFG.batch * CFG.block_out
+    img.add("inp", bytes(32))
+    img.add("wgt", bytes(512))
+    img.add("acc", int32_bytes([v for v in acc for _ in range(lanes)]))
+    img.add("acc8", bytes(len(acc) * lanes))
+    out = img.add("out", bytes(16 * 8))
+    acc_seg = "acc8" if acc_mem == ACC8 else "acc"
+    insns = [
+        load(UOP, 0, img.uop_elem(), len(table), pad=pads.get(UOP, (0, 0, 0, 0))),
+        load(acc_mem, 0, img.elem(acc_seg, acc_mem), len(acc), pad=pads.get(ACC, (0, 0, 0, 0))),
+        load(INP, 0, img.elem("inp", INP), 2, pad=pads.get(INP, (0, 0, 0, 0))),
+        load(WGT, 0, img.elem("wgt", WGT), 2, pad=pads.get(WGT, (0, 0, 0, 0))),
+        gemm(0, 2),
+        *(body or []),
+        store(0, out // 16, stored),
+    ]
+    return img.program(chain(insns), uops(*table))
+
+
+def test_clean_program_has_no_warnings():
+    assert lint(lint_program()) == []
+
+
+def test_mul_is_flagged():
+    assert lint(lint_program(body=[alu(MUL, 0, 2, imm=3)])) == ["mul"]
+    assert lint(lint_program(body=[alu(MUL, 0, 2)])) == ["mul"]
+
+
+def test_acc_8bit_load_is_flagged():
+    assert lint(lint_program(acc_mem=ACC8)) == ["acc8"]
+
+
+@pytest.mark.parametrize("imm, flagged", [(0, False), (15, False), (-16, False), (16, True), (-17, True),
+                                          (31, True), (-32768, True)])
+def test_shift_by_immediate_outside_five_bits_is_flagged(imm, flagged):
+    assert lint(lint_program(body=[alu(SHR, 0, 2, imm=imm)])) == (["shift-range"] if flagged else [])
+
+
+@pytest.mark.parametrize("amounts, flagged", [((15, -16), False), ((0, 3), False), ((16, 0), True),
+                                              ((0, -17), True), ((1 << 20, 1), True)])
+def test_shift_by_tensor_values_outside_five_bits_is_flagged(amounts, flagged):
+    table = ((0, 0, 0), (1, 1, 1), (0, 2, 0))
+    body = [alu(SHR, 2, 3, (1, 2), dst=(0, 1), src=(0, 1))]  # acc[0..1] >>= acc[2..3]
+    prog = lint_program(table, acc=(7, 7, *amounts), body=body)
+    assert lint(prog) == (["shift-range"] if flagged else [])
+
+
+@pytest.mark.parametrize("mem, flagged", [(WGT, True), (UOP, True), (INP, False), (ACC, False)])
+def test_padding_ignored_by_hardware_is_flagged_on_wgt_and_uop_only(mem, flagged):
+    pad = (0, 1, 0, 0) if mem == ACC else (0, 0, 0, 1)  # ACC: a padding row after acc 0..3
+    assert lint(lint_program(pads={mem: pad})) == (["pad-ignored"] if flagged else [])
+
+
+def test_storing_loaded_but_untouched_accumulators_is_flagged():
+    assert lint(lint_program(stored=3)) == ["stale-store"]
+    assert lint(lint_program(stored=3, acc_mem=ACC8)) == ["acc8", "stale-store"]
+
+
+def test_copy_through_the_alu_makes_a_store_portable():
+    table = ((0, 0, 0), (1, 1, 1), (2, 0, 0), (3, 0, 0))
+    assert lint(lint_program(table, body=[alu(SHR, 2, 4, imm=0)], stored=4)) == []
+
+
+def test_consecutive_micro_ops_with_the_same_destination_are_flagged():
+    assert lint(lint_program(table=((0, 0, 0), (0, 1, 1)), stored=1)) == ["uop-dst-hazard"]
+
+
+def test_same_destination_not_back_to_back_or_not_executed_is_not_flagged():
+    assert lint(lint_program(table=((0, 0, 0), (1, 1, 1), (0, 1, 0)), body=[gemm(0, 3)])) == []
+    assert lint(lint_program(table=((0, 0, 0), (1, 1, 1), (5, 0, 0), (5, 0, 0)))) == []
+
+
+def queue_program(pushes: int):
+    """``pushes`` loads each push l2g before any compute instruction pops."""
+    img = Image(CFG)
+    x = img.add("x", bytes(16))
+    insns = [load(INP, k, x // 16, 1, push_next=1) for k in range(pushes)]
+    insns += [nop("compute", pop_prev=1) for _ in range(pushes)]
+    return img.program([*insns, finish()])
+
+
+def test_token_queue_deeper_than_hardware_is_flagged():
+    assert lint(queue_program(8)) == []
+    assert lint(queue_program(9)) == ["queue-depth-l2g"]
