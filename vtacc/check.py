@@ -472,8 +472,11 @@ def fold(op: str, a: int, b: int) -> int:
         return min(a, b)
     if op == "max":
         return max(a, b)
-    results = {"add": a + b, "sub": a - b, "mul": a * b, "shl": a << b, "shr": a >> b}
-    return wrap32(results[op])
+    if op == "shl":
+        return wrap32(a << b)
+    if op == "shr":
+        return a >> b
+    return wrap32({"add": a + b, "sub": a - b, "mul": a * b}[op])
 
 
 def broadcast(a: tuple[int, ...], b: tuple[int, ...]):

@@ -46,9 +46,6 @@ _PARSER = Lark(
     postlex=_DropNewlinesInBrackets(),
 )
 
-#: Words the grammar reserves (they cannot name tensors or kernels).
-RESERVED = ("kernel", "schedule")
-
 _EXPRESSION_START = {"NAME", "INT", "LPAR", "MINUS"}
 _OPERATORS = {"SHL", "SHR", "PLUS", "MINUS", "STAR"}
 _WORDS = {"NAME": "a name", "INT": "an integer", "_NL": "end of line", "$END": "end of input"}
@@ -116,8 +113,6 @@ def _syntax_error(exc: UnexpectedInput, lines: list[str], path: str) -> CompileE
             what, length = "end of line", 1
         else:
             what, length = f"'{tok.value}'", len(str(tok.value))
-            if tok.value in RESERVED:
-                what += " (a reserved word)"
         message = f"unexpected {what}{_describe(exc.accepts or exc.expected)}"
         return CompileError(message, make_span(path, lines, line, column, length))
     if isinstance(exc, UnexpectedCharacters):
