@@ -59,7 +59,8 @@ class _Fields:
             value = self.values[name]
             if not f.min_value <= value <= f.max_value:
                 raise AsmError(
-                    f"{name} = {value} is out of range {f.min_value}..{f.max_value} ({f.width} bits)",
+                    f"{name} = {value} is out of range {f.min_value}..{f.max_value} "
+                    f"({f.width} bit{'s' if f.width != 1 else ''})",
                     self.spans.get(name, default_span),
                 )
 

@@ -72,6 +72,8 @@ def make_span(filename: str, lines: list[str], line: int, column: int, length: i
 
 def parse_int(text: str) -> int | None:
     """The value of an integer literal (decimal, 0x, 0b, with ``_``), or None."""
+    if text.isdigit():
+        return int(text)
     lowered = text.lower()
     if not _INT_RE.fullmatch(lowered):
         return None
