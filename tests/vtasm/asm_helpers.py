@@ -65,33 +65,33 @@ texts = st.text(min_size=1, max_size=12)
 
 
 def _field_value(f: isa.PlacedField):
-    edges = st.sampled_from([f.min_value, f.max_value, 0])
-    return st.one_of(edges, st.integers(f.min_value, f.max_value))
+    return st.one_of(st.sampled_from([f.min_value, f.max_value, 0]), st.integers(f.min_value, f.max_value))
 
 
-@st.composite
-def instructions(draw, cfg: VTAConfig) -> Instruction:
+def _kind(cfg: VTAConfig, kind: str):
+    fields = {f.name: _field_value(f) for f in isa.layout(kind, cfg)}
+    fields["opcode"] = st.just(isa.KINDS[kind].opcode)
+    if kind in ("load", "store"):
+        fields["x_size"] = st.one_of(st.just(0), fields["x_size"])  # NOPs, maybe with stray fields
+    return st.fixed_dictionaries(fields).map(lambda values: Instruction(kind, values))
+
+
+def instructions(cfg: VTAConfig):
     """Any instruction: every kind with any field values, or 16 random bytes (often raw)."""
-    choice = draw(st.sampled_from(list(isa.KINDS) + ["bytes"]))
-    if choice == "bytes":
-        return codec_for(cfg).decode(draw(st.binary(min_size=16, max_size=16)))
-    fields = {}
-    for f in isa.layout(choice, cfg):
-        fields[f.name] = draw(_field_value(f))
-    fields["opcode"] = isa.KINDS[choice].opcode
-    if choice in ("load", "store") and draw(st.booleans()):
-        fields["x_size"] = 0  # a NOP, maybe with stray fields
-    return Instruction(choice, fields)
+    raw = st.binary(min_size=16, max_size=16).map(codec_for(cfg).decode)
+    return st.one_of([_kind(cfg, kind) for kind in isa.KINDS] + [raw])
 
 
-@st.composite
-def micro_ops(draw, cfg: VTAConfig) -> MicroOp:
-    if draw(st.integers(0, 4)) == 0:
-        word = draw(st.integers(0, (1 << 32) - 1))
-        u = codec_for(cfg).decode_uop(word.to_bytes(4, "little"))
+def micro_ops(cfg: VTAConfig):
+    """Micro-ops with any field values, and raw 32-bit words."""
+    fields = [_field_value(f) for f in isa.layout("uop", cfg)]
+    codec = codec_for(cfg)
+
+    def raw(word: int) -> MicroOp:
+        u = codec.decode_uop(word.to_bytes(4, "little"))
         return MicroOp(u.dst_idx, u.src_idx, u.wgt_idx, raw=word)
-    values = [draw(_field_value(f)) for f in isa.layout("uop", cfg)]
-    return MicroOp(*values)
+
+    return st.one_of(st.tuples(*fields).map(lambda v: MicroOp(*v)), st.integers(0, (1 << 32) - 1).map(raw))
 
 
 @st.composite

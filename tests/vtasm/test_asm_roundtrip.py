@@ -25,7 +25,7 @@ def reassemble(program):
 def test_random_programs_survive_disassembly(name):
     cfg = golden_config(name)
 
-    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(programs(cfg))
     def check(program):
         assert write_vbin(reassemble(program)) == write_vbin(program)
@@ -38,8 +38,8 @@ def test_every_instruction_kind_survives_disassembly(name):
     cfg = golden_config(name)
     from vtasm.program import Program
 
-    @settings(max_examples=60, deadline=None)
-    @given(st.lists(instructions(cfg), min_size=1, max_size=30))
+    @settings(max_examples=30, deadline=None)
+    @given(st.lists(instructions(cfg), min_size=1, max_size=40))
     def check(insns):
         program = Program(cfg, insns, insn_addr=0x1000, source_map=None)
         assert write_vbin(reassemble(program)) == write_vbin(program)
