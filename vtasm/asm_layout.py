@@ -195,6 +195,40 @@ def after_all(taken: list[Region]) -> int:
     return align_up(max([FIRST_FREE] + [r.end for r in taken]), TABLE_ALIGN)
 
 
+TABLE_NAMES = {"uop": "the micro-op table", "insn": "the instruction stream"}
+
+
+def place(
+    segments: list[PreparedSegment], tables: dict[str, tuple[int | None, int]], layout_span: SourceSpan | None
+) -> dict[str, int]:
+    """Give every segment and table an address and check that nothing overlaps.
+
+    ``tables`` maps "uop" and "insn" to (address from .layout or None, size);
+    returns their addresses. Explicit addresses are taken first, then the other
+    segments first-fit in order, then the tables after everything.
+    """
+    taken = [Region(TABLE_NAMES[k], addr, size, layout_span) for k, (addr, size) in tables.items()
+             if addr is not None]
+    fixed = list(taken)
+    taken += [_region(s) for s in segments if s.addr is not None]
+    for seg in segments:
+        if seg.addr is None:
+            seg.addr = first_fit(seg.size, seg.align, taken)
+            taken.append(_region(seg))
+    out = {}
+    for key, (addr, size) in tables.items():
+        if addr is None:
+            addr = after_all(taken)
+            taken.append(Region(TABLE_NAMES[key], addr, size, None))
+        out[key] = addr
+    check_overlaps([_region(s) for s in segments] + fixed)
+    return out
+
+
+def _region(seg: PreparedSegment) -> Region:
+    return Region(f"segment {seg.decl.name.value}", seg.addr, seg.size, seg.decl.directive.span)
+
+
 def check_overlaps(regions: list[Region]) -> None:
     """Raise for the first two non-empty regions that overlap (reported at the later one)."""
     order = {id(r): i for i, r in enumerate(regions)}

@@ -12,21 +12,12 @@ from pathlib import Path
 
 from . import asm_ast as ast
 from .asm_expr import EQU, LABEL, SEGMENT, Symbols
-from .asm_layout import (
-    CONTENT_DIRECTIVES,
-    PreparedSegment,
-    Region,
-    SegmentDecl,
-    after_all,
-    check_overlaps,
-    first_fit,
-    prepare_segment,
-)
+from .asm_layout import CONTENT_DIRECTIVES, PreparedSegment, SegmentDecl, place, prepare_segment
 from .asm_operands import OperandContext, build_instruction, build_uop
 from .asm_parse import parse, suggest
 from .config import VTAConfig, config_from_dict, default_config
 from .encoding import Instruction, codec_for
-from .errors import AsmError, ConfigError
+from .errors import AsmError, ConfigError, SourceSpan
 from .program import DumpRange, Program, Segment, SourceLoc
 from .syntax import UOP_MNEMONIC, UOP_RAW_MNEMONIC, builtins
 
@@ -40,9 +31,9 @@ class _Unit:
     """The statements of a file, sorted by what they declare (pass 1)."""
 
     config: list[ast.KeyValue] = field(default_factory=list)
-    config_span: object = None
+    config_span: SourceSpan | None = None
     layout: list[ast.KeyValue] = field(default_factory=list)
-    layout_span: object = None
+    layout_span: SourceSpan | None = None
     equs: list[ast.Directive] = field(default_factory=list)
     segments: list[SegmentDecl] = field(default_factory=list)
     labels: list[tuple[ast.Name, int]] = field(default_factory=list)
@@ -79,7 +70,13 @@ def assemble(
         symbols.define(decl.name, SEGMENT)
     prepared = [prepare_segment(decl, symbols, Path(base_dir)) for decl in unit.segments]
     layout = _layout_values(unit, symbols)
-    insn_addr, uop_addr = _place(prepared, layout, unit, symbols)
+    tables = place(prepared, {
+        "uop": (layout.get("uop"), config.uop_elem_bytes * len(unit.uops)),
+        "insn": (layout.get("insn"), config.insn_bytes * len(unit.insns)),
+    }, unit.layout_span)
+    insn_addr, uop_addr = tables["insn"], tables["uop"]
+    for p in prepared:
+        symbols.place(p.decl.name.value, p.addr)
     ctx = OperandContext(config, symbols, uop_addr)
     segments = [Segment(p.decl.name.value, p.addr, p.data(symbols), p.file) for p in prepared]
     return Program(
@@ -240,32 +237,6 @@ def _layout_values(unit: _Unit, symbols: Symbols) -> dict[str, object]:
     return values
 
 
-def _place(prepared: list[PreparedSegment], layout: dict, unit: _Unit, symbols: Symbols) -> tuple[int, int]:
-    """Place segments, the micro-op table and the instruction stream; check overlaps."""
-    seg_regions: list[Region | None] = [None] * len(prepared)
-    taken: list[Region] = []
-    for i, p in enumerate(prepared):
-        if p.addr is not None:
-            seg_regions[i] = Region(f"segment {p.decl.name.value}", p.addr, p.size, p.decl.directive.span)
-            taken.append(seg_regions[i])
-    sizes = {"uop": 4 * len(unit.uops), "insn": 16 * len(unit.insns)}
-    names = {"uop": "the micro-op table", "insn": "the instruction stream"}
-    tables = {k: Region(names[k], layout[k], sizes[k], unit.layout_span) for k in sizes if k in layout}
-    taken += tables.values()
-    for i, p in enumerate(prepared):
-        if p.addr is None:
-            p.addr = first_fit(p.size, p.align, taken)
-            seg_regions[i] = Region(f"segment {p.decl.name.value}", p.addr, p.size, p.decl.directive.span)
-            taken.append(seg_regions[i])
-        symbols.place(p.decl.name.value, p.addr)
-    for key in ("uop", "insn"):
-        if key not in tables:
-            tables[key] = Region(names[key], after_all(taken), sizes[key], None)
-            taken.append(tables[key])
-    check_overlaps(seg_regions + [tables["uop"], tables["insn"]])
-    return tables["insn"].addr, tables["uop"].addr
-
-
 # -- pass 3: instructions, dumps, source map ----------------------------------------------
 
 
@@ -291,9 +262,9 @@ def _dump(d: ast.Directive, symbols: Symbols, prepared: list[PreparedSegment]) -
         seg = next(p for p in prepared if p.decl.name.value == ref.name and not p.decl.name.quoted)
         return DumpRange(seg.addr, seg.size, f"{ref.name}.bin")
     addr, nbytes = (symbols.eval(e) for e in d.args[:2])
-    for value, expr in ((addr, d.args[0]), (nbytes, d.args[1])):
+    for value, expr, what in ((addr, d.args[0], "address"), (nbytes, d.args[1], "size")):
         if value < 0:
-            raise AsmError(f"must not be negative, got {value}", expr.span)
+            raise AsmError(f"dump {what} must not be negative, got {value}", expr.span)
     if not d.args[2].value:
         raise AsmError(".dump needs a file name", d.args[2].span)
     return DumpRange(addr, nbytes, d.args[2].value)
