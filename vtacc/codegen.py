@@ -1,0 +1,215 @@
+"""From the tiled schedule to a VTA program: instructions, micro-ops, DRAM image, tokens.
+
+Steps become instructions in schedule order. Micro-op kernels are stored once
+each in the micro-op table and loaded into the micro-op buffer when a GEMM or
+ALU instruction needs one that is not resident (a bump allocator that starts
+over when full). DRAM tensors get page-aligned segments; layers chained
+through DRAM get a compute-stage fence between a STORE and a later LOAD of the
+same tensor. Finally the token pass (tokens.py) sets every dependency flag,
+and FINISH waits for the last load and the last store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from vtasm import isa
+from vtasm.config import VTAConfig
+from vtasm.encoding import Instruction, MicroOp, codec_for, make_instruction
+from vtasm.errors import CompileError, EncodeError
+from vtasm.program import DumpRange, Program, Segment, SourceLoc, TensorInfo
+
+from .layouts import DramTensor
+from .steps import ACC, INP, WGT, Alu, Gemm, Group, Kernel, Load, Store
+from .tokens import Access, assign_tokens, dependencies
+
+PAGE = 4096
+MEM = {INP: isa.MEM_TYPES["inp"], WGT: isa.MEM_TYPES["wgt"], ACC: isa.MEM_TYPES["acc"]}
+ALU_OP = isa.ALU_OPS
+
+
+@dataclass
+class Emitted:
+    """One instruction with where it came from (for comments and the source map)."""
+
+    insn: Instruction
+    access: Access
+    group: int | None
+    note: str = ""
+
+
+@dataclass
+class Generated:
+    program: Program
+    emitted: list[Emitted]
+    groups: list[Group]
+    stats: dict = field(default_factory=dict)
+
+
+def _page(n: int) -> int:
+    return (n + PAGE - 1) // PAGE * PAGE
+
+
+class _Builder:
+    def __init__(self, cfg: VTAConfig, tensors: list[DramTensor], constants: dict[str, bytes]):
+        self.cfg = cfg
+        self.codec = codec_for(cfg)
+        self.tensors = {t.name: t for t in tensors}
+        self.segments: list[Segment] = []
+        addr = PAGE
+        for t in tensors:
+            data = constants.get(t.name, bytes(t.nbytes))
+            self.segments.append(Segment(t.name, addr, data))
+            addr = _page(addr + max(t.nbytes, 1))
+        self.seg_addr = {s.name: s.addr for s in self.segments}
+        self.data_end = addr
+        self.table: dict[tuple, int] = {}  # kernel uops -> index in the micro-op table
+        self.uops: list[MicroOp] = []
+        self.resident: dict[tuple, int] = {}  # kernel uops -> micro-op buffer slot
+        self.uop_next = 0
+        self.out: list[Emitted] = []
+        self.dram_state: dict[str, set[str]] = {}  # tensor -> stages that touched it since the last fence
+        self.uop_loads = 0
+
+    # -- helpers --------------------------------------------------------------
+    def emit(self, insn: Instruction, access: Access, group: int | None, note: str = "") -> None:
+        try:
+            self.codec.check_fields(insn.kind, insn.fields)
+        except EncodeError as exc:
+            raise CompileError(f"internal limit: {exc.message}") from None
+        self.out.append(Emitted(insn, access, group, note))
+
+    def _fence_if_needed(self, tensor: str, stage: str, group: int | None) -> None:
+        seen = self.dram_state.setdefault(tensor, set())
+        other = {"load": "store", "store": "load"}.get(stage)
+        if other in seen:
+            nop = make_instruction("load", memory_type=isa.MEM_TYPES["uop"])
+            buf = f"dram:{tensor}"
+            self.emit(nop, Access("compute", [(buf, 0, 0)], [(buf, 0, 0)], fence=True), group,
+                      f"fence: {tensor} passes between the store and load stages through DRAM")
+            seen.clear()
+        seen.add(stage)
+
+    def _uop_slot(self, kernel: Kernel, group: int | None) -> int:
+        key = kernel.uops
+        if key in self.resident:
+            return self.resident[key]
+        n = len(key)
+        if n > self.cfg.uop_depth:
+            raise CompileError(f"a micro-op kernel of {n} micro-ops exceeds the micro-op buffer ({self.cfg.uop_depth})")
+        if key not in self.table:
+            self.table[key] = len(self.uops)
+            self.uops += [MicroOp(*u) for u in key]
+        if self.uop_next + n > self.cfg.uop_depth:
+            self.resident.clear()
+            self.uop_next = 0
+        slot = self.uop_next
+        self.uop_next += n
+        self.resident[key] = slot
+        dram = self.data_end // self.cfg.uop_elem_bytes + self.table[key]
+        insn = make_instruction("load", memory_type=isa.MEM_TYPES["uop"], sram_base=slot, dram_base=dram,
+                                y_size=1, x_size=n, x_stride=n)
+        self.emit(insn, Access("compute", [], [("uop", slot, slot + n - 1)]), group, "")
+        self.uop_loads += 1
+        return slot
+
+    # -- steps ----------------------------------------------------------------
+    def load(self, step: Load, group: int) -> None:
+        mtype = MEM[step.buffer]
+        stage = isa.stage_of(isa.OPCODES["load"], mtype)
+        self._fence_if_needed(step.tensor, stage, group)
+        d = step.dma
+        eb = isa.elem_bytes(self.cfg, mtype)
+        insn = make_instruction("load", memory_type=mtype, sram_base=d.sram,
+                                dram_base=self.seg_addr[step.tensor] // eb + d.dram_elem, y_size=d.y, x_size=d.x,
+                                x_stride=d.stride, y_pad_0=d.pads[0], y_pad_1=d.pads[1], x_pad_0=d.pads[2],
+                                x_pad_1=d.pads[3])
+        access = Access(stage, [(f"dram:{step.tensor}", 0, 0)], [(step.buffer, d.sram, d.sram + d.sram_elems - 1)])
+        self.emit(insn, access, group)
+
+    def store(self, step: Store, group: int) -> None:
+        self._fence_if_needed(step.tensor, "store", group)
+        d = step.dma
+        eb = self.cfg.out_elem_bytes
+        insn = make_instruction("store", memory_type=isa.MEM_TYPES["out"], sram_base=d.sram,
+                                dram_base=self.seg_addr[step.tensor] // eb + d.dram_elem, y_size=d.y, x_size=d.x,
+                                x_stride=d.stride)
+        access = Access("store", [(ACC, d.sram, d.sram + d.y * d.x - 1)], [(f"dram:{step.tensor}", 0, 0)])
+        self.emit(insn, access, group)
+
+    def compute(self, step: Gemm | Alu, group: int) -> None:
+        k = step.kernel
+        slot = self._uop_slot(k, group)
+        common = dict(uop_bgn=slot, uop_end=slot + len(k.uops), iter_out=k.iter_out, iter_in=k.iter_in,
+                      dst_factor_out=k.dst[0], dst_factor_in=k.dst[1], src_factor_out=k.src[0],
+                      src_factor_in=k.src[1])
+        dst_lo, dst_hi = k.indices(0)
+        reads = [("uop", slot, slot + len(k.uops) - 1)]
+        writes = [(ACC, dst_lo, dst_hi)]
+        if isinstance(step, Gemm):
+            insn = make_instruction("gemm", reset=int(step.reset), wgt_factor_out=k.wgt[0], wgt_factor_in=k.wgt[1],
+                                    **common)
+            if not step.reset:
+                src_lo, src_hi = k.indices(1)
+                wgt_lo, wgt_hi = k.indices(2)
+                reads += [(INP, src_lo, src_hi), (WGT, wgt_lo, wgt_hi)]
+        else:
+            imm = step.imm
+            insn = make_instruction("alu", alu_opcode=ALU_OP[step.op], use_imm=int(imm is not None),
+                                    imm=imm if imm is not None else 0, **common)
+            reads.append((ACC, dst_lo, dst_hi))
+            if imm is None:
+                src_lo, src_hi = k.indices(1)
+                reads.append((ACC, src_lo, src_hi))
+        self.emit(insn, Access("compute", reads, writes), group)
+
+
+def generate(groups: list[Group], tensors: list[DramTensor], constants: dict[str, bytes], outputs: list[str],
+             cfg: VTAConfig, source_name: str) -> Generated:
+    """Encode a tiled schedule as a complete Program with dependency tokens."""
+    b = _Builder(cfg, tensors, constants)
+    for gi, group in enumerate(groups):
+        for step in group.steps:
+            if isinstance(step, Load):
+                b.load(step, gi)
+            elif isinstance(step, Store):
+                b.store(step, gi)
+            else:
+                b.compute(step, gi)
+    last = {s: max((i for i, e in enumerate(b.out) if e.access.stage == s), default=-1) for s in isa.STAGES}
+    b.emit(make_instruction("finish"), Access("compute"), None, "end of program")
+    sizes = {INP: cfg.inp_depth, WGT: cfg.wgt_depth, ACC: cfg.acc_depth, "uop": cfg.uop_depth}
+    sizes.update({f"dram:{t.name}": 1 for t in tensors})
+    deps = dependencies([e.access for e in b.out], sizes)
+    deps[-1] = {s: last[s] for s in ("load", "store") if last[s] >= 0}
+    flags = assign_tokens([e.access.stage for e in b.out], deps)
+    for e, f in zip(b.out, flags, strict=True):
+        e.insn.fields.update(f)
+    uop_addr = b.data_end
+    insn_addr = _page(uop_addr + 4 * len(b.uops)) if b.uops else uop_addr
+    source_map = {}
+    for i, e in enumerate(b.out):
+        span = groups[e.group].span if e.group is not None else None
+        if span is not None:
+            source_map[i] = SourceLoc(source_name, span.line)
+    infos: list[TensorInfo] = [t.tensor_info() for t in tensors if not t.name.startswith("__")]
+    dumps = [DumpRange(b.seg_addr[name], tensors_by(tensors, name).nbytes, f"{name}.bin") for name in outputs]
+    program = Program(cfg, [e.insn for e in b.out], b.uops, insn_addr, uop_addr, b.segments, infos, dumps,
+                      source_map=source_map)
+    stats = {"uop_loads": b.uop_loads, "kernels": len(b.table)}
+    return Generated(program, b.out, groups, stats)
+
+
+def tensors_by(tensors: list[DramTensor], name: str) -> DramTensor:
+    for t in tensors:
+        if t.name == name:
+            return t
+    raise KeyError(name)
+
+
+def identity_bytes(cfg: VTAConfig, negate: bool = False) -> bytes:
+    """One weight element holding the (negated) identity: row o has a 1 (or -1) in column o."""
+    eye = np.eye(cfg.block_out, cfg.block_in, dtype=np.int8)
+    return (-eye if negate else eye).astype(np.int8).tobytes()

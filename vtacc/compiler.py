@@ -1,0 +1,129 @@
+"""The compiler pipeline: checked kernel -> operators -> tiled schedule -> program.
+
+Each pass lives in its own module and can be run alone; this one strings them
+together and keeps what ``--emit`` and ``--explain`` show.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from vtasm.config import VTAConfig
+from vtasm.errors import CompileError
+
+from . import checked as ck
+from .codegen import Generated, generate, identity_bytes
+from .epilogue import Needs, analyse
+from .layouts import ACT, WGT, DramTensor, dram_tensor
+from .operators import Operator, PoolProducer, TensorTable, build_operator
+from .schedule import IDENTITY, NEG_IDENTITY, schedule_operator
+from .steps import Group
+from .tiling import Tiling, choose_tiling
+
+_TILE_KEYS = {"n": "n", "oc": "c", "o": "c", "h": "h", "w": "w", "ic": "ic", "k": "ic"}
+
+
+@dataclass
+class Planned:
+    """One operator with its needs and chosen tiling."""
+
+    op: Operator
+    needs: Needs
+    tiling: Tiling
+
+
+@dataclass
+class Compiled:
+    kernel: ck.Kernel
+    cfg: VTAConfig
+    planned: list[Planned]
+    tensors: list[DramTensor]
+    generated: Generated
+    extras: dict = field(default_factory=dict)
+
+    @property
+    def program(self):
+        return self.generated.program
+
+    @property
+    def groups(self) -> list[Group]:
+        return self.generated.groups
+
+
+def _fixed_tiles(schedule: ck.Schedule, cfg: VTAConfig) -> dict[str, int]:
+    fixed: dict[str, int] = {}
+    for key, value in schedule.tiles.items():
+        axis = _TILE_KEYS.get(key.removeprefix("tile_"))
+        span = schedule.spans.get(key, schedule.span)
+        if axis is None:
+            raise CompileError(f"unknown schedule key {key}", span)
+        unit = {"n": cfg.batch, "c": cfg.block_out, "ic": cfg.block_in}.get(axis, 1)
+        if value % unit:
+            raise CompileError(f"{key} = {value} is not a multiple of {unit} "
+                               f"({'BATCH' if axis == 'n' else 'BLOCK'} of configuration {cfg.describe()})", span)
+        fixed[axis] = value // unit
+    return fixed
+
+
+def _order(schedule: ck.Schedule) -> str | None:
+    if not schedule.order:
+        return None
+    names = list(schedule.order)
+    if "oc" in names and "h" in names:
+        return "weights" if names.index("oc") < names.index("h") else "inputs"
+    if "o" in names and "n" in names:
+        return "weights" if names.index("o") < names.index("n") else "inputs"
+    return None
+
+
+def compile_kernel(kernel: ck.Kernel, cfg: VTAConfig, source_name: str) -> Compiled:
+    """Compile one kernel (without calls) into a complete program."""
+    if cfg.inp_width != 8 or cfg.wgt_width != 8 or cfg.acc_width != 32:
+        raise CompileError(f"vtacc compiles for 8-bit inputs and weights and 32-bit accumulators; configuration "
+                           f"{cfg.describe()} has {cfg.inp_width}/{cfg.wgt_width}/{cfg.acc_width}", kernel.span)
+    table = TensorTable(cfg)
+    for decl in kernel.inputs:
+        table.tensors.setdefault(decl.name, None)  # keep parameter order; kinds come from use
+    ops = [build_operator(kernel, a, table) for a in kernel.assigns]
+    fixed = _fixed_tiles(kernel.schedule, cfg)
+    planned = []
+    groups: list[Group] = []
+    for op in ops:
+        needs = analyse(op.expr, op.producer.node if op.producer else None, op.operands)
+        if isinstance(op.producer, PoolProducer):
+            needs.identity = True
+        extra = sum(t.nbytes for t in {id(t): t for t in op.operands.values()}.values())
+        tiling = choose_tiling(op, needs, cfg, fixed, kernel.schedule.threads, _order(kernel.schedule), extra,
+                               kernel.schedule.span or op.span)
+        planned.append(Planned(op, needs, tiling))
+        groups += schedule_operator(op, tiling, needs, cfg)
+    tensors = [t if t is not None else dram_tensor(n, _decl(kernel, n).dtype, _decl(kernel, n).shape, ACT, cfg)
+               for n, t in table.tensors.items()]
+    constants: dict[str, bytes] = {}
+    if any(p.needs.identity for p in planned):
+        tensors.append(dram_tensor(IDENTITY, "int8", (cfg.block_out, cfg.block_in), WGT, cfg))
+        constants[IDENTITY] = identity_bytes(cfg)
+    if any(p.needs.neg_identity for p in planned):
+        tensors.append(dram_tensor(NEG_IDENTITY, "int8", (cfg.block_out, cfg.block_in), WGT, cfg))
+        constants[NEG_IDENTITY] = identity_bytes(cfg, negate=True)
+    outputs = [o.name for o in kernel.outputs]
+    generated = generate(groups, tensors, constants, outputs, cfg, Path(source_name).name)
+    return Compiled(kernel, cfg, planned, tensors, generated)
+
+
+def _decl(kernel: ck.Kernel, name: str) -> ck.TensorDecl:
+    for d in kernel.inputs + kernel.outputs:
+        if d.name == name:
+            return d
+    raise KeyError(name)
+
+
+def compulsory_bytes(compiled: Compiled) -> int:
+    """Every input, weight and output byte moved once (constants excluded)."""
+    return sum(t.nbytes for t in compiled.tensors if not t.name.startswith("__"))
+
+
+def ceil_div(a: int, b: int) -> int:
+    return math.ceil(a / b)

@@ -1,0 +1,255 @@
+"""Element-wise work on a resident accumulator tile, lowered to ALU (and GEMM) steps.
+
+The evaluator walks an operator's expression for one output tile. Values live
+in accumulator *slots* (regions of one tile each). Constants become ALU
+immediates, per-channel vectors a small broadcast slot, full int32 tensors an
+ACC load, full int8 tensors an INP load moved into the accumulator by the GEMM
+core with an identity weight tile (or a negated identity, which is how int8
+tensors are subtracted: the ALU has no subtraction). What the hardware cannot
+do is refused with the reason.
+
+The same walk, run against a counting target, tells the tiler how many slots
+an operator needs: one source of truth for both.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from vtasm.errors import CompileError
+
+from . import checked as ck
+from .layouts import ACC, ACT, BIAS, DramTensor
+
+IMM_MIN, IMM_MAX = -(1 << 15), (1 << 15) - 1
+SHIFT_CHUNK_RIGHT, SHIFT_CHUNK_LEFT = 15, 16  # portable shift amounts: -16..15
+
+
+class Target:
+    """What the evaluator drives: slot allocation and the steps of one tile."""
+
+    def alloc(self) -> int: ...
+    def free(self, slot: int) -> None: ...
+    def load_full(self, tensor: DramTensor, slot: int) -> None: ...
+    def gemm_int8(self, tensor: DramTensor, slot: int, negate: bool, accumulate: bool) -> None: ...
+    def alu_imm(self, slot: int, op: str, imm: int) -> None: ...
+    def alu_tensor(self, slot: int, op: str, src_slot: int) -> None: ...
+    def alu_bias(self, slot: int, op: str, tensor: DramTensor) -> None: ...
+    def copy(self, dst: int, src: int) -> None: ...
+
+
+@dataclass
+class Needs:
+    """Resources one tile's epilogue needs beyond the producer's slot."""
+
+    acc_slots: int = 1  # slots alive at once, including the result
+    inp_temp: bool = False  # an int8 operand passes through the input buffer
+    identity: bool = False
+    neg_identity: bool = False
+    biases: tuple[str, ...] = ()
+
+
+class CountingTarget(Target):
+    """Counts slots and resources without emitting anything."""
+
+    def __init__(self) -> None:
+        self.live = 0
+        self.needs = Needs(acc_slots=0)
+        self._biases: list[str] = []
+        self._next = 0
+
+    def alloc(self) -> int:
+        self.live += 1
+        self.needs.acc_slots = max(self.needs.acc_slots, self.live)
+        self._next += 1
+        return self._next
+
+    def free(self, slot: int) -> None:
+        self.live -= 1
+
+    def gemm_int8(self, tensor, slot, negate, accumulate) -> None:
+        self.needs.inp_temp = True
+        if negate:
+            self.needs.neg_identity = True
+        else:
+            self.needs.identity = True
+
+    def alu_bias(self, slot, op, tensor) -> None:
+        if tensor.name not in self._biases:
+            self._biases.append(tensor.name)
+            self.needs.biases = tuple(self._biases)
+
+    def load_full(self, tensor, slot) -> None:
+        pass
+
+    def alu_imm(self, slot, op, imm) -> None:
+        pass
+
+    def alu_tensor(self, slot, op, src_slot) -> None:
+        pass
+
+    def copy(self, dst, src) -> None:
+        pass
+
+
+def _uses(node: ck.Node, counts: Counter) -> None:
+    counts[id(node)] += 1
+    if counts[id(node)] > 1:
+        return
+    if isinstance(node, ck.Binary):
+        _uses(node.a, counts)
+        _uses(node.b, counts)
+    elif isinstance(node, ck.Cast):
+        _uses(node.x, counts)
+
+
+def _pow2(value: int) -> int | None:
+    return value.bit_length() - 1 if value > 0 and value & (value - 1) == 0 else None
+
+
+class Evaluator:
+    """Evaluates one operator's expression into accumulator slots of a target."""
+
+    def __init__(self, expr: ck.Node, producer: ck.Node | None, operands: dict[int, DramTensor], target: Target):
+        self.expr = expr
+        self.producer = producer
+        self.operands = operands
+        self.t = target
+        self.remaining: Counter = Counter()
+        _uses(expr, self.remaining)
+        self.where: dict[int, int] = {}  # id(node) -> slot holding its value (shared nodes)
+
+    def run(self, producer_slot: int | None) -> int:
+        """Evaluate the whole expression; returns the slot holding the result."""
+        if self.producer is not None:
+            self.where[id(self.producer)] = producer_slot
+        return self._owned(self.expr)
+
+    # -- values -------------------------------------------------------------
+    def _value(self, node: ck.Node) -> int:
+        """A slot holding the node's value (may be shared with later uses)."""
+        key = id(node)
+        if key in self.where:
+            return self.where[key]
+        slot = self._compute(node)
+        self.where[key] = slot
+        return slot
+
+    def _owned(self, node: ck.Node) -> int:
+        """A slot holding the node's value that the caller may overwrite."""
+        slot = self._value(node)
+        self.remaining[id(node)] -= 1
+        if self.remaining[id(node)] > 0:
+            copy = self.t.alloc()
+            self.t.copy(copy, slot)
+            return copy
+        return slot
+
+    def _compute(self, node: ck.Node) -> int:
+        if isinstance(node, ck.TensorRef):
+            tensor = self.operands[id(node)]
+            slot = self.t.alloc()
+            if tensor.kind == ACT:
+                self.t.gemm_int8(tensor, slot, negate=False, accumulate=False)
+            elif tensor.kind == ACC:
+                self.t.load_full(tensor, slot)
+            else:
+                raise CompileError(f"per-channel vector {tensor.name} needs a tensor to apply to", node.span)
+            return slot
+        if isinstance(node, ck.Cast):
+            slot = self._owned(node.x)
+            if node.dtype == ck.INT8 or (isinstance(node, ck.Cast) and node.dtype == ck.INT8):
+                self._shift(slot, -24, node)
+                self._shift(slot, 24, node)
+            return slot
+        if isinstance(node, ck.Binary):
+            return self._binary(node)
+        if isinstance(node, ck.Const):
+            raise CompileError("a constant alone is not a tensor value; combine it with a tensor", node.span)
+        raise CompileError(f"{type(node).__name__} cannot appear here", node.span)
+
+    def _binary(self, node: ck.Binary) -> int:
+        a, b, op = node.a, node.b, node.op
+        if isinstance(a, ck.Const) and op in ("add", "min", "max", "mul"):
+            a, b = b, a
+        if isinstance(a, ck.Const):
+            raise CompileError(f"'{_SYMBOL.get(op, op)}' with a constant on the left has no VTA instruction; "
+                               "rewrite it with the tensor first", node.span)
+        tensor_b = self.operands.get(id(b)) if isinstance(b, ck.TensorRef) else None
+        if tensor_b is not None and tensor_b.kind == ACT and op in ("add", "sub") and self.remaining[id(b)] == 1:
+            slot = self._owned(a)
+            self.remaining[id(b)] -= 1
+            self.t.gemm_int8(tensor_b, slot, negate=(op == "sub"), accumulate=True)
+            return slot
+        if op == "sub" and not isinstance(b, ck.Const):
+            raise CompileError(
+                "the VTA ALU cannot subtract tensors (it has no SUB or negation, and MUL exists only in the "
+                "behavioral simulator); only int8 tensor parameters can be subtracted (through the GEMM core)",
+                node.span)
+        slot = self._owned(a)
+        if isinstance(b, ck.Const):
+            self._const_op(slot, op, b.value, node)
+        elif tensor_b is not None and tensor_b.kind == BIAS:
+            self.remaining[id(b)] -= 1
+            if op not in ("add", "min", "max", "shr"):
+                raise CompileError(f"'{_SYMBOL.get(op, op)}' with a per-channel vector is not supported", node.span)
+            self.t.alu_bias(slot, op, tensor_b)
+        else:
+            if op in ("mul", "shl"):
+                what = "multiply two tensors" if op == "mul" else "shift left by a tensor"
+                raise CompileError(f"VTA's portable ALU cannot {what} (MUL exists only in the behavioral "
+                                   "simulator; shifts by tensors are portable only to the right)", node.span)
+            other = self._owned(b)
+            self.t.alu_tensor(slot, op, other)
+            self.t.free(other)
+        return slot
+
+    def _const_op(self, slot: int, op: str, value: int, node: ck.Node) -> None:
+        if op == "sub":
+            op, value = "add", -value
+        if op == "mul":
+            k = _pow2(value)
+            if k is None:
+                raise CompileError(
+                    f"multiplication by {value} needs MUL, which exists only in the behavioral simulator; "
+                    "multiply by a power of two (a shift) instead", node.span)
+            op, value = "shl", k
+        if op == "shl":
+            self._shift(slot, -value, node)
+        elif op == "shr":
+            self._shift(slot, value, node)
+        elif op == "add":
+            while value:
+                part = max(IMM_MIN, min(IMM_MAX, value))
+                self.t.alu_imm(slot, "add", part)
+                value -= part
+        else:
+            if not IMM_MIN <= value <= IMM_MAX:
+                raise CompileError(f"{op}({value}) needs an immediate outside the ALU's 16-bit range "
+                                   f"{IMM_MIN}..{IMM_MAX}", node.span)
+            self.t.alu_imm(slot, op, value)
+
+    def _shift(self, slot: int, amount: int, node: ck.Node) -> None:
+        """Shift right by ``amount`` (left if negative) in portable steps (-16..15)."""
+        if not -31 <= amount <= 31:
+            raise CompileError(f"shift by {abs(amount)} is outside 0..31", node.span)
+        while amount > 0:
+            step = min(amount, SHIFT_CHUNK_RIGHT)
+            self.t.alu_imm(slot, "shr", step)
+            amount -= step
+        while amount < 0:
+            step = min(-amount, SHIFT_CHUNK_LEFT)
+            self.t.alu_imm(slot, "shr", -step)
+            amount += step
+
+
+_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "shr": ">>", "shl": "<<", "min": "min", "max": "max"}
+
+
+def analyse(expr: ck.Node, producer: ck.Node | None, operands: dict[int, DramTensor]) -> Needs:
+    """What one tile's epilogue needs (raises CompileError for what VTA cannot do)."""
+    target = CountingTarget()
+    slot = target.alloc() if producer is not None else None
+    Evaluator(expr, producer, operands, target).run(slot)
+    return target.needs

@@ -1,0 +1,222 @@
+"""From checked kernels to operators: what each output needs from the hardware.
+
+Each output assignment becomes one operator: an optional *producer* (a matrix
+product or convolution on the GEMM core, or a pooling on the ALU) followed by
+an element-wise *epilogue* evaluated on the accumulator tile while it is
+resident. The epilogue is the checked expression itself, with the producer
+node standing for the value the producer leaves in the accumulator.
+
+Operands of the epilogue are tensors in DRAM: full int32 tensors (loaded into
+the accumulator), full int8 tensors (loaded as inputs and moved into the
+accumulator by the GEMM core with an identity weight tile, which keeps the
+program portable to hardware without ACC_8BIT loads), and per-channel int32
+vectors (biases). Anything else is refused with the reason.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from vtasm.config import VTAConfig
+from vtasm.errors import CompileError
+
+from . import checked as ck
+from .layouts import ACC, ACT, BIAS, WGT, DramTensor, dram_tensor, view4
+
+
+@dataclass(frozen=True)
+class GemmProducer:
+    """A convolution (a matrix product is a 1x1 convolution of a 1x1 image)."""
+
+    node: ck.Node
+    x: DramTensor
+    w: DramTensor
+    stride: int
+    pad: int
+    groups: int
+    kh: int
+    kw: int
+    out_dims: tuple[int, int, int, int]
+
+
+@dataclass(frozen=True)
+class PoolProducer:
+    node: ck.Pool
+    x: DramTensor
+    kind: str
+    size: int
+    stride: int
+    pad: int
+    pad_value: int
+    out_dims: tuple[int, int, int, int]
+
+
+@dataclass
+class Operator:
+    """One output of a kernel: producer, epilogue expression, DRAM tensors it uses."""
+
+    kernel: str
+    out: DramTensor
+    expr: ck.Node
+    producer: GemmProducer | PoolProducer | None
+    operands: dict[int, DramTensor] = field(default_factory=dict)  # id(TensorRef node) -> tensor
+    span: object = None
+
+    @property
+    def out_dims(self) -> tuple[int, int, int, int]:
+        return self.out.dims
+
+
+class TensorTable:
+    """The DRAM tensors of a program, one per name, checked for consistent use."""
+
+    def __init__(self, cfg: VTAConfig):
+        self.cfg = cfg
+        self.tensors: dict[str, DramTensor] = {}
+
+    def get(self, decl: ck.TensorDecl, kind: str, span) -> DramTensor:
+        want = dram_tensor(decl.name, decl.dtype, decl.shape, kind, self.cfg)
+        have = self.tensors.get(decl.name)
+        if have is None:
+            self.tensors[decl.name] = want
+            return want
+        if have.kind != kind:
+            raise CompileError(
+                f"tensor {decl.name} is used both as {_KIND_WORDS[have.kind]} and as {_KIND_WORDS[kind]}; "
+                "VTA packs these differently, pass it twice", span)
+        return have
+
+
+_KIND_WORDS = {ACT: "activations", WGT: "weights", ACC: "an int32 operand", BIAS: "a per-channel vector"}
+
+
+def _producers(node: ck.Node, found: list[ck.Node]) -> None:
+    if isinstance(node, (ck.MatMul, ck.Conv2d, ck.Pool)):
+        found.append(node)
+        return
+    for child in _children(node):
+        _producers(child, found)
+
+
+def _children(node: ck.Node) -> list[ck.Node]:
+    if isinstance(node, ck.Binary):
+        return [node.a, node.b]
+    if isinstance(node, ck.Cast):
+        return [node.x]
+    return []
+
+
+def _tensor_ref(node: ck.Node, what: str) -> ck.TensorDecl:
+    if isinstance(node, ck.TensorRef):
+        return node.tensor
+    raise CompileError(f"{what} must be a tensor parameter (VTA's GEMM core reads int8 data from DRAM)", node.span)
+
+
+def _gemm(node: ck.Node, table: TensorTable) -> GemmProducer:
+    if isinstance(node, ck.MatMul):
+        x = table.get(_tensor_ref(node.x, "the input of matmul"), ACT, node.x.span)
+        w = table.get(_tensor_ref(node.w, "the weights of matmul"), WGT, node.w.span)
+        n, o = node.shape
+        return GemmProducer(node, x, w, 1, 0, 1, 1, 1, (n, o, 1, 1))
+    assert isinstance(node, ck.Conv2d)
+    x = table.get(_tensor_ref(node.x, "the input of conv2d"), ACT, node.x.span)
+    w = table.get(_tensor_ref(node.w, "the weights of conv2d"), WGT, node.w.span)
+    oc, icg, kh, kw = node.w.shape
+    if node.groups > 1 and icg % table.cfg.block_in:
+        raise CompileError(
+            f"grouped convolution needs a whole number of BLOCK_IN ({table.cfg.block_in}) input channels per "
+            f"group; this one has {icg}", node.span)
+    if node.groups > 1 and (oc // node.groups) % table.cfg.block_out:
+        raise CompileError(
+            f"grouped convolution needs a whole number of BLOCK_OUT ({table.cfg.block_out}) output channels "
+            f"per group; this one has {oc // node.groups}", node.span)
+    if node.pad > 15:
+        raise CompileError(f"padding {node.pad} exceeds the DMA's 4-bit padding fields (at most 15)", node.span)
+    return GemmProducer(node, x, w, node.stride, node.pad, node.groups, kh, kw, view4(node.shape))
+
+
+def _pool(node: ck.Pool, table: TensorTable) -> PoolProducer:
+    x = table.get(_tensor_ref(node.x, f"the input of {node.kind}_pool"), ACT, node.x.span)
+    if node.pad > 15:
+        raise CompileError(f"padding {node.pad} exceeds the DMA's 4-bit padding fields (at most 15)", node.span)
+    return PoolProducer(node, x, node.kind, node.size, node.stride, node.pad, node.pad_value, view4(node.shape))
+
+
+def _classify_operand(ref: ck.TensorRef, aligned: tuple[int, ...], out_shape: tuple[int, ...],
+                      table: TensorTable) -> DramTensor:
+    decl = ref.tensor
+    out4 = view4(out_shape)
+    if tuple(aligned) == tuple(out_shape):
+        return table.get(decl, ACT if decl.dtype == ck.INT8 else ACC, ref.span)
+    al4 = view4(tuple(aligned)) if len(aligned) in (1, 2, 4) else None
+    if al4 is not None and al4[0] == 1 and al4[1] == out4[1] and al4[2] == 1 and al4[3] == 1 and decl.dtype == ck.INT32:
+        if len(decl.shape) != 1:
+            raise CompileError(
+                f"per-channel operand {decl.name} must be declared as a vector int32[{out4[1]}]", ref.span)
+        return table.get(decl, BIAS, ref.span)
+    raise CompileError(
+        f"operand {decl.name} {decl.dtype}{list(decl.shape)} broadcasts in a way VTA cannot load: only full "
+        f"tensors of the result's shape and per-channel int32 vectors are supported", ref.span)
+
+
+def _operands(node: ck.Node, producer: ck.Node | None, out_shape, table: TensorTable, out: dict,
+              aligned: tuple[int, ...] | None = None) -> None:
+    if node is producer:
+        return
+    if isinstance(node, ck.TensorRef):
+        out[id(node)] = _classify_operand(node, aligned or node.shape, out_shape, table)
+        return
+    if isinstance(node, ck.Binary):
+        _operands(node.a, producer, out_shape, table, out, node.a_shape)
+        _operands(node.b, producer, out_shape, table, out, node.b_shape)
+        return
+    if isinstance(node, ck.Cast):
+        _operands(node.x, producer, out_shape, table, out, aligned)
+        return
+    if isinstance(node, ck.Call):
+        raise CompileError("kernel calls are compiled by the program builder, not inside an expression", node.span)
+    if isinstance(node, (ck.MatMul, ck.Conv2d, ck.Pool)):
+        raise CompileError(
+            "only one matmul, conv2d or pooling per output: VTA computes it in the accumulator; write the second "
+            "one as a separate kernel", node.span)
+
+
+def build_operator(kernel: ck.Kernel, assign: ck.Assign, table: TensorTable) -> Operator:
+    """The operator computing one output assignment."""
+    cfg = table.cfg
+    target = assign.target
+    if target.dtype != ck.INT8:
+        raise CompileError(
+            f"result {target.name} is {target.dtype}, but VTA stores only {cfg.out_width}-bit values "
+            "(OUT_WIDTH); declare it int8", target.span)
+    if len(target.shape) not in (1, 2, 4):
+        raise CompileError(f"result {target.name} has rank {len(target.shape)}; kernels handle rank 1, 2 or 4",
+                           target.span)
+    found: list[ck.Node] = []
+    _producers(assign.value, found)
+    if len(found) > 1:
+        raise CompileError(
+            "only one matmul, conv2d or pooling per output: VTA computes it in the accumulator; write the second "
+            "one as a separate kernel", found[1].span)
+    node = found[0] if found else None
+    producer: GemmProducer | PoolProducer | None = None
+    if isinstance(node, (ck.MatMul, ck.Conv2d)):
+        producer = _gemm(node, table)
+    elif isinstance(node, ck.Pool):
+        producer = _pool(node, table)
+    out = table.get(target, ACT, target.span)
+    op = Operator(kernel.name, out, assign.value, producer, span=assign.span)
+    _operands(assign.value, node, target.shape, table, op.operands)
+    if producer is None and not op.operands:
+        raise CompileError(f"result {target.name} does not depend on any tensor", assign.span)
+    return op
+
+
+def min_bytes(op_tensors: list[DramTensor]) -> int:
+    """Compulsory DRAM traffic: every tensor moved once, in its packed size."""
+    return sum(t.nbytes for t in op_tensors)
+
+
+def ceil_div(a: int, b: int) -> int:
+    return math.ceil(a / b)

@@ -1,0 +1,234 @@
+"""Choosing tiles: what fits the on-chip buffers and moves the fewest DRAM bytes.
+
+An operator's output [N, C, H, W] (in batch tiles, channel tiles, rows,
+columns) is cut into tiles of tn x toc x th x tw. A GEMM producer also cuts its
+input channels into chunks of tic tiles. Two loop orders exist:
+
+- ``weights``: output-channel groups outermost; when the weights of a group
+  (all input channels) fit, they are loaded once and stay resident while the
+  spatial tiles stream through, and inputs are re-read once per group.
+- ``inputs``: spatial tiles outermost; an input tile with all its channels is
+  loaded once and stays resident while the output-channel groups stream their
+  weights through.
+
+Every candidate is checked against the buffer depths, with two copies of each
+streamed buffer when two virtual threads double-buffer, and scored by DRAM
+bytes plus a per-instruction cost; the cheapest wins. A ``schedule`` block can
+fix any choice; a fixed choice that does not fit is an error naming the buffer
+and by how much it overflows.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from vtasm.config import VTAConfig
+from vtasm.errors import CompileError
+
+from .epilogue import Needs
+from .operators import GemmProducer, Operator, PoolProducer
+
+INSN_COST = 64  # bytes-equivalent of one instruction in the cost model
+
+
+@dataclass(frozen=True)
+class Tiling:
+    tn: int
+    toc: int
+    th: int
+    tw: int
+    tic: int = 0
+    order: str = "weights"
+    resident: bool = False
+    threads: int = 2
+    dram_bytes: int = 0
+    instructions: int = 0
+    occupancy: dict = field(default_factory=dict, compare=False)  # buffer -> elements used
+
+    def describe(self, cfg: VTAConfig) -> str:
+        parts = [f"n={self.tn * cfg.batch}", f"c={self.toc * cfg.block_out}", f"h={self.th}", f"w={self.tw}"]
+        if self.tic:
+            parts.append(f"ic={self.tic * cfg.block_in}")
+            parts.append(f"order={self.order}{' (weights resident)' if self.resident else ''}")
+        parts.append(f"threads={self.threads}")
+        return ", ".join(parts)
+
+
+def _candidates(n: int, fixed: int | None = None) -> list[int]:
+    if fixed is not None:
+        return [fixed]
+    values = {n, 1}
+    values |= {d for d in range(1, n + 1) if n % d == 0}
+    p = 1
+    while p < n:
+        values.add(p)
+        p *= 2
+    values |= {math.ceil(n / k) for k in range(1, min(n, 16) + 1)}
+    return sorted(values)
+
+
+def _in_extent(out: int, stride: int, k: int) -> int:
+    return (out - 1) * stride + k
+
+
+def _valid_rows(start: int, count: int, stride: int, k: int, pad: int, size: int) -> int:
+    lo = start * stride - pad
+    hi = lo + _in_extent(count, stride, k)
+    return max(0, min(hi, size) - max(lo, 0))
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Sizes of one operator in tile units."""
+
+    n_t: int
+    oc_t: int  # output-channel tiles per group
+    oh: int
+    ow: int
+    ic_t: int = 0  # input-channel tiles per group (GEMM)
+    groups: int = 1
+    kh: int = 1
+    kw: int = 1
+    stride: int = 1
+    pad: int = 0
+    ih: int = 1
+    iw: int = 1
+
+
+def problem_of(op: Operator, cfg: VTAConfig) -> Problem:
+    n, c, h, w = op.out_dims
+    n_t, c_t = math.ceil(n / cfg.batch), math.ceil(c / cfg.block_out)
+    p = op.producer
+    if isinstance(p, GemmProducer):
+        g = p.groups
+        ic = p.x.dims[1]
+        return Problem(n_t, c_t // g if g > 1 else c_t, h, w, math.ceil(ic / g / cfg.block_in) if g > 1 else
+                       math.ceil(ic / cfg.block_in), g, p.kh, p.kw, p.stride, p.pad, p.x.dims[2], p.x.dims[3])
+    if isinstance(p, PoolProducer):
+        return Problem(n_t, c_t, h, w, 0, 1, p.size, p.size, p.stride, p.pad, p.x.dims[2], p.x.dims[3])
+    return Problem(n_t, c_t, h, w)
+
+
+def _spatial_sum(pr: Problem, th: int, tw: int) -> tuple[int, int]:
+    """(number of spatial tiles, sum over them of valid input pixels) for one channel plane."""
+    tiles, pixels = 0, 0
+    for h0 in range(0, pr.oh, th):
+        rows = _valid_rows(h0, min(th, pr.oh - h0), pr.stride, pr.kh, pr.pad, pr.ih)
+        for w0 in range(0, pr.ow, tw):
+            cols = _valid_rows(w0, min(tw, pr.ow - w0), pr.stride, pr.kw, pr.pad, pr.iw)
+            tiles += 1
+            pixels += rows * cols
+    return tiles, pixels
+
+
+def _evaluate(t: Tiling, pr: Problem, needs: Needs, cfg: VTAConfig, gemm: bool, pool: bool,
+              extra_bytes: int) -> Tiling | None:
+    threads = t.threads
+    e = t.tn * t.toc * t.th * t.tw
+    th_in, tw_in = _in_extent(t.th, pr.stride, pr.kh), _in_extent(t.tw, pr.stride, pr.kw)
+    kk = pr.kh * pr.kw
+    n_bias = len(needs.biases)
+    acc = threads * (e * needs.acc_slots + n_bias * t.toc)
+    inp = 0
+    wgt = int(needs.identity) + int(needs.neg_identity)
+    if needs.inp_temp:
+        inp += threads * e
+    if gemm:
+        whole_ic = t.order == "inputs"
+        inp += threads * t.tn * (pr.ic_t if whole_ic else t.tic) * th_in * tw_in
+        wgt += threads * t.toc * (pr.ic_t if (t.resident or whole_ic) else t.tic) * kk
+    elif pool:
+        inp += threads * t.tn * t.toc * th_in * tw_in
+        acc += threads * t.tn * t.toc * th_in * tw_in
+    if acc > cfg.acc_depth or inp > cfg.inp_depth or wgt > cfg.wgt_depth:
+        return None
+    # traffic (bytes)
+    groups = pr.groups
+    n_groups = math.ceil(pr.n_t / t.tn)
+    oc_groups = math.ceil(pr.oc_t / t.toc)
+    sp_tiles, pixels = _spatial_sum(pr, t.th, t.tw)
+    in_plane_bytes = pixels * cfg.inp_elem_bytes  # one channel tile of one batch tile
+    out_bytes = pr.n_t * pr.oc_t * groups * pr.oh * pr.ow * cfg.out_elem_bytes
+    bias_bytes = n_bias * oc_groups * groups * n_groups * sp_tiles * t.toc * cfg.acc_elem_bytes
+    insns = 0
+    tiles = groups * oc_groups * n_groups * sp_tiles
+    if gemm:
+        w_total = groups * pr.oc_t * pr.ic_t * kk * cfg.wgt_elem_bytes
+        x_total = groups * pr.n_t * pr.ic_t * in_plane_bytes
+        chunks = math.ceil(pr.ic_t / t.tic) if t.order == "weights" else 1
+        if t.order == "weights":
+            x_bytes = oc_groups * x_total
+            w_bytes = w_total * (1 if t.resident else n_groups * sp_tiles)
+        else:
+            x_bytes = x_total
+            w_bytes = w_total * n_groups * sp_tiles
+        padded = pr.pad > 0
+        x_loads_per_chunk = t.tn * (t.tic if t.order == "weights" else pr.ic_t) if padded or t.tw < pr.ow else t.tn
+        insns += tiles * (chunks * (x_loads_per_chunk + 1 + 1) + 1)
+        traffic = x_bytes + w_bytes
+    elif pool:
+        traffic = pr.n_t * pr.oc_t * in_plane_bytes
+        insns += tiles * (t.tn * t.toc * (1 + kk) + 2)
+    else:
+        traffic = 0
+    insns += tiles * (3 + 2 * t.tn)
+    total = traffic + out_bytes + bias_bytes + extra_bytes
+    return Tiling(t.tn, t.toc, t.th, t.tw, t.tic, t.order, t.resident, threads, total, insns,
+                  {"inp": inp, "wgt": wgt, "acc": acc})
+
+
+def choose_tiling(op: Operator, needs: Needs, cfg: VTAConfig, fixed: dict, threads: int | None,
+                  order: str | None, extra_bytes: int, span) -> Tiling:
+    """The cheapest tiling that fits, honouring the schedule's fixed choices."""
+    pr = problem_of(op, cfg)
+    gemm = isinstance(op.producer, GemmProducer)
+    pool = isinstance(op.producer, PoolProducer)
+    best: Tiling | None = None
+    closest: tuple[int, str, int] | None = None
+    thread_opts = [threads] if threads else [2, 1]
+    orders = [order] if order else (["weights", "inputs"] if gemm else ["weights"])
+    for th_ in thread_opts:
+        for tn in _candidates(pr.n_t, fixed.get("n")):
+            for toc in _candidates(pr.oc_t, fixed.get("c")):
+                for th in _candidates(pr.oh, fixed.get("h")):
+                    for tw in _candidates(pr.ow, fixed.get("w")):
+                        if tw < pr.ow and th > 1:
+                            continue  # partial rows only one row at a time
+                        tics = _candidates(pr.ic_t, fixed.get("ic")) if gemm else [0]
+                        for od in orders:
+                            for tic in tics:
+                                if od == "inputs" and tic != pr.ic_t:
+                                    continue
+                                for resident in ([True, False] if gemm and od == "weights" else [False]):
+                                    cand = Tiling(tn, toc, th, tw, tic, od, resident, th_)
+                                    got = _evaluate(cand, pr, needs, cfg, gemm, pool, extra_bytes)
+                                    if got is None:
+                                        closest = _overflow(cand, pr, needs, cfg, gemm, pool, closest)
+                                        continue
+                                    key = got.dram_bytes + INSN_COST * got.instructions
+                                    if best is None or key < best.dram_bytes + INSN_COST * best.instructions:
+                                        best = got
+    if best is None:
+        if closest is not None:
+            over, buf, depth = closest
+            raise CompileError(
+                f"no tiling fits the on-chip buffers: the smallest choice still needs {depth + over} {buf} "
+                f"elements, {over} more than the {depth} the {buf} buffer holds", span)
+        raise CompileError("no tiling fits the on-chip buffers", span)
+    return best
+
+
+def _overflow(t: Tiling, pr: Problem, needs: Needs, cfg: VTAConfig, gemm: bool, pool: bool, closest):
+    """Track the smallest overflow among rejected candidates, for the error message."""
+    big = Tiling(t.tn, t.toc, t.th, t.tw, t.tic, t.order, t.resident, t.threads)
+    roomy = VTAConfig(**{**cfg.__dict__, "log_inp_buff_size": 40, "log_wgt_buff_size": 40,
+                         "log_acc_buff_size": 40})
+    got = _evaluate(big, pr, needs, roomy, gemm, pool, 0)
+    if got is None:
+        return closest
+    for buf, depth in (("acc", cfg.acc_depth), ("inp", cfg.inp_depth), ("wgt", cfg.wgt_depth)):
+        over = got.occupancy[buf] - depth
+        if over > 0 and (closest is None or over < closest[0]):
+            closest = (over, buf, depth)
+    return closest
