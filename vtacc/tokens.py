@@ -61,7 +61,7 @@ def dependencies(accesses: list[Access], sizes: dict[str, int]) -> list[dict[str
         sid = STAGE_ID[acc.stage]
         mine: dict[str, int] = {}
 
-        def need(stage_id: int, j: int) -> None:
+        def need(stage_id: int, j: int, mine: dict[str, int] = mine) -> None:
             if j >= 0:
                 stage = isa.STAGES[stage_id]
                 mine[stage] = max(mine.get(stage, -1), j)
@@ -98,7 +98,7 @@ def assign_tokens(stages: list[str], deps: list[dict[str, int]]) -> list[dict[st
         for stage in mine:
             if (stage, stages[i]) not in QUEUE:
                 raise AssertionError(f"instruction {i} depends on the {stage} stage, which has no queue to it")
-    for (prod, cons), (queue, push_flag, pop_flag) in QUEUE.items():
+    for (prod, cons), (_queue, push_flag, pop_flag) in QUEUE.items():
         covered = -1
         for i, stage in enumerate(stages):
             if stage != cons:
