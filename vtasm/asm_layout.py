@@ -125,14 +125,20 @@ def _tensor_info(d: ast.Directive, symbols: Symbols) -> TensorInfo:
     if dtype.value not in DTYPES:
         raise AsmError(f"unknown dtype '{dtype.value}'{suggest(dtype.value, DTYPES)} "
                        f"(dtypes: {', '.join(DTYPES)})", dtype.span)
-    shape = tuple(_non_negative(symbols, e, "a dimension") for e in dims or ())
-    tiles = tuple(symbols.eval(e) for e in tile or ())
+    if not dims:
+        raise AsmError(f"tensor {name.value} needs at least one dimension", d.span)
+    shape = tuple(_positive(symbols, e, "a dimension") for e in dims)
+    tiles = tuple(_positive(symbols, e, "a tile") for e in tile or ())
     if len(tiles) != len(shape):
         raise AsmError(f"tile has {len(tiles)} values for {len(shape)} dimensions", d.span)
-    for expr, t in zip(tile or (), tiles, strict=True):
-        if t < 1:
-            raise AsmError(f"a tile must be at least 1, got {t}", expr.span)
     return TensorInfo(name.value, dtype.value, shape, tiles)
+
+
+def _positive(symbols: Symbols, expr: ast.Expr, what: str) -> int:
+    value = symbols.eval(expr)
+    if value < 1:
+        raise AsmError(f"{what} must be at least 1, got {value}", expr.span)
+    return value
 
 
 def _content(d: ast.Directive, symbols: Symbols, base_dir: Path) -> bytes | tuple[str, tuple]:

@@ -128,6 +128,8 @@ def _syntax_error(exc: UnexpectedInput, lines: list[str], filename: str) -> AsmE
         message = f"unexpected {what}{_expected(exc.accepts or exc.expected)}"
         return AsmError(message, make_span(filename, lines, line, column, length))
     if isinstance(exc, UnexpectedCharacters):
+        if exc.char == '"':
+            return AsmError("unterminated string", make_span(filename, lines, line, column))
         message = f"unexpected character {exc.char!r}{_expected(exc.allowed)}"
         return AsmError(message, make_span(filename, lines, line, column))
     return AsmError(f"syntax error: {exc}", make_span(filename, lines, line, column))

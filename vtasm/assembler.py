@@ -274,10 +274,20 @@ def _source_map(unit: _Unit, filename: str, symbols: Symbols) -> dict[int, Sourc
     if unit.sourcemap_off is not None:
         return None
     base = Path(filename).name
+    locs = {id(d): _loc(d, symbols) for d in unit.locs if isinstance(d.args[0], ast.Str)}
     out: dict[int, SourceLoc] = {}
     for i, (stmt, loc) in enumerate(unit.insns):
         if loc == "line":
             out[i] = SourceLoc(base, stmt.span.line)
         elif loc is not None:
-            out[i] = SourceLoc(loc.args[0].value, symbols.eval(loc.args[1]))
+            out[i] = locs[id(loc)]
     return out
+
+
+def _loc(d: ast.Directive, symbols: Symbols) -> SourceLoc:
+    file, line = d.args[0], symbols.eval(d.args[1])
+    if not file.value:
+        raise AsmError(".loc needs a file name", file.span)
+    if line < 0:
+        raise AsmError(f"a line number must not be negative, got {line}", d.args[1].span)
+    return SourceLoc(file.value, line)
