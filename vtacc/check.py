@@ -446,10 +446,10 @@ class _Builtins:
     def binary(self, op: str, a: Node | None, b: Node | None, span: SourceSpan, op_span: SourceSpan,
                b_span: SourceSpan | None = None) -> Node | None:
         """An element-wise node (or a folded constant), or None after reporting errors."""
-        if a is None or b is None:
-            return None
         if op in ("shl", "shr") and isinstance(b, Const) and not 0 <= b.value <= 31:
             self.error(f"shift amount must be 0..31, got {b.value}", b_span or op_span)
+            return None
+        if a is None or b is None:
             return None
         if isinstance(a, Const) and isinstance(b, Const):
             return Const((), INT32, span, fold(op, a.value, b.value))
