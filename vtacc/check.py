@@ -570,7 +570,8 @@ class _KernelChecker(_Builtins):
         sig = _signature(k, Errors())  # this kernel's own decls (errors were reported once already)
         self.inputs = {d.name: d for d in sig.inputs}
         self.outputs = {d.name: d for d in sig.outputs}
-        self.declared = {d.name for d in (*k.params, *k.results)}
+        self.params = {d.name for d in k.params}
+        self.results = {d.name for d in k.results}
         self.scope: dict[str, Node | None] = {}  # assigned names (None: its value had an error)
         self.assigned_at: dict[str, SourceSpan] = {}
         self.later = {t.name: t.span for s in k.body if isinstance(s, st.Assign) for t in s.targets}
@@ -613,11 +614,11 @@ class _KernelChecker(_Builtins):
 
     def bind(self, target: st.Target, node: Node | None, stmt: st.Assign) -> None:
         name = target.name
-        if name in self.inputs or (name in self.declared and name not in self.outputs):
+        if name in self.params:
             self.error(f"cannot assign to '{name}': it is an input of kernel '{self.k.name}'", target.span)
             return
         if name in self.assigned_at:
-            what = "result" if name in self.outputs else "local"
+            what = "result" if name in self.results else "local"
             first = self.assigned_at[name].line
             self.error(f"{what} '{name}' is assigned twice (first at line {first}); each name is assigned once",
                        target.span)
@@ -663,10 +664,10 @@ class _KernelChecker(_Builtins):
             return TensorRef(decl.shape, decl.dtype, e.span, decl)
         if e.name in self.scope:
             return self.scope[e.name]
-        if e.name in self.declared and e.name not in self.outputs:
-            return None  # a parameter whose declaration had an error
-        if e.name in self.later or e.name in self.outputs:
-            what = "result" if e.name in self.outputs else "local"
+        if e.name in self.params or (e.name in self.results and e.name not in self.outputs):
+            return None  # a parameter or result whose declaration had an error
+        if e.name in self.later or e.name in self.results:
+            what = "result" if e.name in self.results else "local"
             where = f" (it is assigned at line {self.later[e.name].line})" if e.name in self.later else ""
             self.error(f"{what} '{e.name}' is used before it is assigned{where}", e.span)
         elif e.name in BUILTINS or e.name in self.signatures:
@@ -681,7 +682,7 @@ class _KernelChecker(_Builtins):
             return self.builtin(e)
         sig = self.signatures.get(e.func)
         if sig is None:
-            if e.func in self.declared or e.func in self.later:
+            if e.func in self.params or e.func in self.results or e.func in self.later:
                 self.error(f"'{e.func}' is a tensor, not a function", e.name_span)
             else:
                 known = (*BUILTINS, *self.signatures)

@@ -588,3 +588,30 @@ def test_format_checked_dump():
         "  t2 = t1 + t1 : int32[4]  # s.vk:3",
         "  y = t2 : int32[4]  # s.vk:3",
     ]
+
+
+def test_a_bad_result_declaration_is_reported_once():
+    found = errors("kernel k(x: int8[4]) -> y: int9[4] {\n y = x + 1\n z = y\n}\n")
+    assert [e.message for e in found] == ["unknown dtype 'int9': tensors are int8 or int32; did you mean 'int8'?"]
+
+
+def test_bad_input_never_raises_anything_but_compile_error():
+    """Random cuts and insertions into valid sources give CompileError, never a traceback."""
+    import random
+
+    pieces = ["(", ")", ",", "=", "x", "1", "-", "{", "}", "\n", ";", "[", "]", "int32", "matmul(", "conv2d(", "y",
+              "a, b", "schedule {", "order = (n)", "max_pool(", "g(", "0x", "99999999999", ">>", "kernel"]
+    rng = random.Random(7)
+    sources = [RESIDUAL, POOLING, ALU, GROUPED, BLOCKED, CALLEE]
+    for _ in range(400):
+        source = rng.choice(sources)
+        for _ in range(rng.randint(1, 3)):
+            at = rng.randrange(len(source) + 1)
+            if rng.random() < 0.4:
+                source = source[:at] + source[at + rng.randint(1, 5):]
+            else:
+                source = source[:at] + rng.choice(pieces) + source[at:]
+        try:
+            check_source(source, "f.vk")
+        except CompileError as error:
+            assert error.render().startswith("f.vk:")
