@@ -27,6 +27,7 @@ DEFAULT_ALIGN = 4096
 TABLE_ALIGN = 4096
 INT_DIRECTIVES = {".int8": "int8", ".int16": "int16", ".int32": "int32", ".uint8": "uint8"}
 CONTENT_DIRECTIVES = frozenset(INT_DIRECTIVES) | {".hex", ".zero", ".file"}
+_TENSOR_OPTIONS = {"from": " (use .file for raw data)", "repeat": ""}
 
 
 @dataclass
@@ -82,8 +83,8 @@ def prepare_segment(decl: SegmentDecl, symbols: Symbols, base_dir: Path) -> Prep
     for key, value, span in d.options:
         if key in options:
             raise AsmError(f"option '{key}' is given twice", span)
-        if key == "from" and d.name != ".tensor":
-            raise AsmError("'from' is only for .tensor (use .file for raw data)", span)
+        if key in _TENSOR_OPTIONS and d.name != ".tensor":
+            raise AsmError(f"'{key}' is only for .tensor{_TENSOR_OPTIONS[key]}", span)
         options[key] = (value, span)
     addr = _non_negative(symbols, options["@"][0], "address") if "@" in options else None
     align = DEFAULT_ALIGN
@@ -96,7 +97,8 @@ def prepare_segment(decl: SegmentDecl, symbols: Symbols, base_dir: Path) -> Prep
     size = sum(len(p) if isinstance(p, bytes) else len(p[1]) * np.dtype(p[0]).itemsize for p in pieces)
     tensor = None
     if d.name == ".tensor":
-        tensor = _tensor_info(d, symbols)
+        repeat = _positive(symbols, options["repeat"][0], "repeat") if "repeat" in options else 1
+        tensor = _tensor_info(d, symbols, repeat)
         if "from" in options:
             src, span = options["from"]
             if decl.contents:
@@ -120,7 +122,7 @@ def _non_negative(symbols: Symbols, expr: ast.Expr, what: str) -> int:
     return value
 
 
-def _tensor_info(d: ast.Directive, symbols: Symbols) -> TensorInfo:
+def _tensor_info(d: ast.Directive, symbols: Symbols, repeat: int) -> TensorInfo:
     name, dtype, dims, tile = d.args
     if dtype.value not in DTYPES:
         raise AsmError(f"unknown dtype '{dtype.value}'{suggest(dtype.value, DTYPES)} "
@@ -131,7 +133,7 @@ def _tensor_info(d: ast.Directive, symbols: Symbols) -> TensorInfo:
     tiles = tuple(_positive(symbols, e, "a tile") for e in tile or ())
     if len(tiles) != len(shape):
         raise AsmError(f"tile has {len(tiles)} values for {len(shape)} dimensions", d.span)
-    return TensorInfo(name.value, dtype.value, shape, tiles)
+    return TensorInfo(name.value, dtype.value, shape, tiles, repeat)
 
 
 def _positive(symbols: Symbols, expr: ast.Expr, what: str) -> int:

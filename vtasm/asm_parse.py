@@ -247,7 +247,8 @@ class _ToAst(Transformer):
 
         return method
 
-    opt_at, opt_align, opt_file, opt_from = _option("@"), _option("align"), _option("file"), _option("from")
+    opt_at, opt_align, opt_file = _option("@"), _option("align"), _option("file")
+    opt_from, opt_repeat = _option("from"), _option("repeat")
 
     def kv(self, meta, children):
         key, value = children

@@ -98,7 +98,8 @@ class _Printer:
         data = seg.data
         used = len(data.rstrip(b"\0"))
         if tensor is not None and tensor.nbytes == len(data):
-            head = f".tensor {name} {tensor.dtype}[{_ints(tensor.shape)}] tile({_ints(tensor.tile)}) {where}"
+            repeat = f" repeat {tensor.repeat}" if tensor.repeat != 1 else ""
+            head = f".tensor {name} {tensor.dtype}[{_ints(tensor.shape)}] tile({_ints(tensor.tile)}){repeat} {where}"
             return [head] + _hex_lines(data[:used])
         lines = [f".data {name} {where}"] + _hex_lines(data[:used])
         if used < len(data):

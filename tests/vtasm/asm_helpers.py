@@ -100,7 +100,7 @@ def _segment_contents(draw, cfg: VTAConfig):
         rank = draw(st.integers(1, 3))
         shape = tuple(draw(st.integers(1, 5)) for _ in range(rank))
         tile = tuple(draw(st.sampled_from([1, 2, cfg.batch, 3])) for _ in range(rank))
-        tensor = TensorInfo("?", draw(st.sampled_from(list(DTYPES))), shape, tile)
+        tensor = TensorInfo("?", draw(st.sampled_from(list(DTYPES))), shape, tile, draw(st.sampled_from([1, 1, 2, 3])))
         size = tensor.nbytes
     else:
         tensor, size = None, draw(st.integers(0, 80))
@@ -135,7 +135,7 @@ def programs(draw, cfg: VTAConfig) -> Program:
     for name, (data, tensor), addr in zip(seg_names, contents, addrs, strict=False):
         segments.append(Segment(name, addr, data, draw(st.one_of(st.none(), texts))))
         if tensor is not None:
-            tensors.append(TensorInfo(name, tensor.dtype, tensor.shape, tensor.tile))
+            tensors.append(TensorInfo(name, tensor.dtype, tensor.shape, tensor.tile, tensor.repeat))
     dumps = []
     for _ in range(draw(st.integers(0, 2))):
         if segments and draw(st.booleans()):

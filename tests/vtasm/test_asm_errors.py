@@ -72,6 +72,8 @@ ERRORS = [
     (".data A\n .int8 300", 2, 8, "value 300 does not fit int8 (-128..127)", "300"),
     (".data A\n .hex \"0g\"", 2, 7, "'.hex' takes pairs of hex digits", '"0g"'),
     (".data A from \"x.npy\"", 1, 9, "'from' is only for .tensor (use .file for raw data)", 'from "x.npy"'),
+    (".data A repeat 2", 1, 9, "'repeat' is only for .tensor", "repeat 2"),
+    (".tensor A int8[4] tile(4) repeat 0", 1, 34, "repeat must be at least 1, got 0", "0"),
     (".data A align 0", 1, 9, "alignment must be positive, got 0", "align 0"),
     (".data A\n.data A", 2, 7, "segment 'A' is already declared (line 1)", "A"),
     (".tensor A int33[1] tile(1)", 1, 11,

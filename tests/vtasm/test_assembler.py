@@ -232,6 +232,15 @@ def test_tensor_tiles_use_configuration_constants(tmp_path):
     assert p.segments[0].data == a.reshape(2, 2, 16).transpose(1, 0, 2).tobytes()
 
 
+def test_tensor_repeat_stores_every_tile_several_times(tmp_path):
+    bias = np.arange(1, 17, dtype=np.int32)
+    np.save(tmp_path / "b.npy", bias)
+    p = assemble('.tensor B int32[16] tile(16) repeat 2 from "b.npy"\n', "k.vasm", base_dir=tmp_path)
+    # packed [1, 2, 16]: the 16 values, then the same 16 values again
+    assert p.segments[0].data == np.concatenate([bias, bias]).astype("<i4").tobytes()
+    assert p.tensors[0].repeat == 2
+
+
 def test_tensor_content_directives_are_packed_bytes_zero_padded():
     p = asm(".tensor T int16[3] tile(4)\n    .int16 7\n")
     assert p.segments[0].data == bytes.fromhex("0700") + bytes(6)

@@ -180,6 +180,13 @@ def test_long_segments_print_32_bytes_per_hex_line():
     ]
 
 
+def test_tensor_repeat_is_printed():
+    tensor = TensorInfo("bias", "int32", (16,), (16,), repeat=2)
+    program = Program(CFG, segments=[Segment("bias", 0x1000, bytes(128))], tensors=[tensor])
+    assert ".tensor bias int32[16] tile(16) repeat 2 @ 0x1000" in disassemble(program).splitlines()
+    assert write_vbin(assemble(disassemble(program), "rt.vasm")) == write_vbin(program)
+
+
 def test_unwritable_config_value_is_a_format_error():
     cfg = config_from_dict({**DEFAULT_CONFIG, "LIST": [1, 2]})
     with pytest.raises(FormatError, match="LIST"):
