@@ -20,6 +20,7 @@ and by how much it overflows.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 
@@ -110,6 +111,7 @@ def problem_of(op: Operator, cfg: VTAConfig) -> Problem:
     return Problem(n_t, c_t, h, w)
 
 
+@functools.lru_cache(maxsize=4096)
 def _spatial_sum(pr: Problem, th: int, tw: int) -> tuple[int, int]:
     """(number of spatial tiles, sum over them of valid input pixels) for one channel plane."""
     tiles, pixels = 0, 0
@@ -186,30 +188,21 @@ def choose_tiling(op: Operator, needs: Needs, cfg: VTAConfig, fixed: dict, threa
     pool = isinstance(op.producer, PoolProducer)
     best: Tiling | None = None
     closest: tuple[int, str, int] | None = None
-    thread_opts = [threads] if threads else [2, 1]
     orders = [order] if order else (["weights", "inputs"] if gemm else ["weights"])
-    for th_ in thread_opts:
-        for tn in _candidates(pr.n_t, fixed.get("n")):
-            for toc in _candidates(pr.oc_t, fixed.get("c")):
-                for th in _candidates(pr.oh, fixed.get("h")):
-                    for tw in _candidates(pr.ow, fixed.get("w")):
-                        if tw < pr.ow and th > 1:
-                            continue  # partial rows only one row at a time
-                        tics = _candidates(pr.ic_t, fixed.get("ic")) if gemm else [0]
-                        for od in orders:
-                            for tic in tics:
-                                if od == "inputs" and tic != pr.ic_t:
-                                    continue
-                                for resident in ([True, False] if gemm and od == "weights" else [False]):
-                                    cand = Tiling(tn, toc, th, tw, tic, od, resident, th_)
-                                    got = _evaluate(cand, pr, needs, cfg, gemm, pool, extra_bytes)
-                                    if got is None:
-                                        closest = _overflow(cand, pr, needs, cfg, gemm, pool, closest)
-                                        continue
-                                    key = got.dram_bytes + INSN_COST * got.instructions
-                                    if best is None or key < best.dram_bytes + INSN_COST * best.instructions:
-                                        best = got
+    for th_ in [threads] if threads else [2, 1]:  # two virtual threads unless nothing fits with two
+        for cand in _space(pr, fixed, gemm, orders, th_):
+            got = _evaluate(cand, pr, needs, cfg, gemm, pool, extra_bytes)
+            if got is None:
+                continue
+            key = got.dram_bytes + INSN_COST * got.instructions
+            if best is None or key < best.dram_bytes + INSN_COST * best.instructions:
+                best = got
+        if best is not None:
+            break
     if best is None:
+        for th_ in [threads] if threads else [1]:
+            for cand in _space(pr, fixed, gemm, orders, th_):
+                closest = _overflow(cand, pr, needs, cfg, gemm, pool, closest)
         if closest is not None:
             over, buf, depth = closest
             raise CompileError(
@@ -217,6 +210,27 @@ def choose_tiling(op: Operator, needs: Needs, cfg: VTAConfig, fixed: dict, threa
                 f"elements, {over} more than the {depth} the {buf} buffer holds", span)
         raise CompileError("no tiling fits the on-chip buffers", span)
     return best
+
+
+def _space(pr: Problem, fixed: dict, gemm: bool, orders: list[str], threads: int):
+    """Candidate tilings (before checking capacity)."""
+    spatial = [(th, pr.ow) for th in _candidates(pr.oh, fixed.get("h"))]
+    if fixed.get("w") is not None or pr.ow > 1:
+        spatial += [(1, tw) for tw in _candidates(pr.ow, fixed.get("w")) if tw < pr.ow]
+    if fixed.get("w") is not None:
+        spatial = [(th, tw) for th, tw in spatial if tw == fixed["w"]]
+    for tn in _candidates(pr.n_t, fixed.get("n")):
+        for toc in _candidates(pr.oc_t, fixed.get("c")):
+            for th, tw in spatial:
+                if threads == 2 and tn >= pr.n_t and toc >= pr.oc_t and th >= pr.oh and tw >= pr.ow and \
+                        pr.n_t * pr.oc_t * pr.oh * pr.ow > 1:
+                    continue  # double buffering needs at least two tiles
+                for od in orders:
+                    for tic in (_candidates(pr.ic_t, fixed.get("ic")) if gemm else [0]):
+                        if od == "inputs" and tic != pr.ic_t:
+                            continue
+                        for resident in ([True, False] if gemm and od == "weights" else [False]):
+                            yield Tiling(tn, toc, th, tw, tic, od, resident, threads)
 
 
 def _overflow(t: Tiling, pr: Problem, needs: Needs, cfg: VTAConfig, gemm: bool, pool: bool, closest):
