@@ -125,5 +125,15 @@ def build(cfg: VTAConfig, body: list[Instruction], seed: int) -> Program:
     return img.program(chain(insns), _micro_ops(rng, cfg), [DumpRange(out_addr, out_bytes, "out.bin")])
 
 
-bodies = st.lists(any_insn, min_size=1, max_size=10)
+@st.composite
+def bodies(draw) -> list[Instruction]:
+    """Random instructions, some GEMM/ALU repeated later (cached loop plans must see new data)."""
+    body = draw(st.lists(any_insn, min_size=1, max_size=10))
+    for _ in range(draw(st.integers(0, 3))):
+        k = draw(st.integers(0, len(body) - 1))
+        if body[k].kind in ("gemm", "alu"):
+            body.insert(draw(st.integers(k + 1, len(body))), body[k])
+    return body
+
+
 seeds = st.integers(0, 2**32 - 1)

@@ -104,7 +104,7 @@ def test_load_of_stored_dram_without_token_is_a_race():
 
 
 @settings(max_examples=30, deadline=None)
-@given(randprog.bodies, randprog.seeds)
+@given(randprog.bodies(), randprog.seeds)
 def test_token_chained_random_programs_have_no_races(body, seed):
     assert races(randprog.build(config("batch2"), body, seed)) == []
 

@@ -14,17 +14,20 @@ from .builders import (
     ACC8,
     ADD,
     CONFIGS,
+    INP,
     MAX,
     MIN,
     MUL,
     OUT,
     SHR,
     UOP,
+    WGT,
     Image,
     alu,
     chain,
     config,
     elem_bytes,
+    gemm,
     int8_bytes,
     int32_bytes,
     load,
@@ -59,8 +62,8 @@ def assert_same(program, result=None):
 def test_random_programs_match_reference(name):
     cfg = config(name)
 
-    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-    @given(randprog.bodies, randprog.seeds)
+    @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(randprog.bodies(), randprog.seeds)
     def check(body, seed):
         assert_same(randprog.build(cfg, body, seed))
 
@@ -233,3 +236,29 @@ def test_acc_8bit_rows_with_any_stride(stride):
         for c in range(2):
             element = r * stride + c
             assert acc[2 * r + c].tolist() == raw[16 * element : 16 * element + 16]
+
+
+@pytest.mark.parametrize("reload", ["data", "padding"])
+def test_repeated_convolution_sees_reloaded_weights(reload):
+    """The same convolution-shaped GEMM twice, with the weights reloaded in between."""
+    cfg = config("default")
+    rng = np.random.default_rng(3)
+    inp = rng.integers(-128, 128, (4, 16), dtype=np.int8)
+    wgt = rng.integers(-128, 128, (4, 16, 16), dtype=np.int8)  # two sets of two tiles
+    img = Image(cfg)
+    img.add("inp", inp.tobytes())
+    img.add("wgt", wgt.tobytes())
+    conv = gemm(0, 1, (2, 2), dst=(1, 0), src=(1, 2), wgt=(0, 1))  # acc[i] += sum_j inp[i + 2j] @ wgt[j]^T
+    if reload == "data":
+        second = load(WGT, 0, img.elem("wgt", WGT) + 2, 2)
+    else:  # a padding-only load: one zero row of one element over wgt[0]
+        second = load(WGT, 0, 0, 1, 0, pad=(1, 0, 0, 0))
+    insns = [load(UOP, 0, img.uop_elem(), 1), load(INP, 0, img.elem("inp", INP), 4),
+             load(WGT, 0, img.elem("wgt", WGT), 2), conv, second, conv]
+    result, _ = assert_same(img.program(chain(insns), uops((0, 0, 0))))
+    after = wgt[2:4] if reload == "data" else np.stack([np.zeros_like(wgt[0]), wgt[1]])
+    x, expected = inp.astype(np.int64), np.zeros((2, 16), dtype=np.int64)
+    for weights in (wgt[0:2], after):
+        for i in range(2):
+            expected[i] += sum(x[i + 2 * j] @ weights[j].astype(np.int64).T for j in range(2))
+    assert result.state.acc[0:2, 0].tolist() == expected.tolist()
