@@ -1,0 +1,152 @@
+"""`vtasim run` on a .vbin with tensors: inputs, outputs, profile, traces, dumps, race checking."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from vtasim.cli import main
+from vtasm.vbin import save_vbin
+
+from .builders import MATMUL_SHIFT, REPO, matmul_program
+from .reference import COUNTERS
+
+RNG = np.random.default_rng(7)
+X = RNG.integers(-128, 128, size=(1, 32), dtype=np.int8)
+W = RNG.integers(-128, 128, size=(16, 32), dtype=np.int8)
+# the program's math: y = clip((x @ w^T) >> 4, -128, 127)
+Y = np.clip((X.astype(np.int64) @ W.T.astype(np.int64)) >> MATMUL_SHIFT, -128, 127).astype(np.int8)
+# execution order: the GEMM (2) waits for the loads (3, 4) that follow it in program order
+ORDER = [0, 1, 3, 4, 2, 5, 6, 7, 8, 9]
+HEADERS = {0: "LOAD UOP", 1: "GEMM", 2: "GEMM", 3: "LOAD INP", 4: "LOAD WGT", 5: "ALU - shr", 6: "ALU - min imm",
+           7: "ALU - max imm", 8: "STORE:", 9: "FINISH"}
+# (l2g, g2l, s2g, g2s) after each executed instruction
+QUEUES = {0: (0, 0, 0, 0), 1: (0, 0, 0, 0), 3: (0, 0, 0, 0), 4: (1, 0, 0, 0), 2: (0, 0, 0, 0), 5: (0, 0, 0, 0),
+          6: (0, 0, 0, 0), 7: (0, 0, 0, 1), 8: (0, 0, 1, 0), 9: (0, 0, 0, 0)}
+
+
+@pytest.fixture
+def files(tmp_path):
+    program = matmul_program()
+    save_vbin(program, tmp_path / "mm.vbin")
+    np.save(tmp_path / "x.npy", X)
+    np.save(tmp_path / "w.npy", W)
+    return tmp_path, program
+
+
+def run(tmp_path, *args, program="mm.vbin"):
+    return CliRunner().invoke(main, ["run", str(tmp_path / program), *args])
+
+
+def with_inputs(d):
+    return ["--input", f"x={d / 'x.npy'}", "--input", f"w={d / 'w.npy'}"]
+
+
+def test_tensor_round_trip_in_logical_layout(files):
+    d, _ = files
+    assert Y.any() and (Y != Y[0, 0]).any()
+    result = run(d, *with_inputs(d), "--output", f"y={d / 'y.npy'}")
+    assert result.exit_code == 0, result.stderr
+    y = np.load(d / "y.npy")
+    assert y.dtype == np.int8 and y.shape == (1, 16)
+    assert np.array_equal(y, Y)
+
+
+def test_int64_inputs_that_fit_are_accepted(files):
+    d, _ = files
+    np.save(d / "x64.npy", X.astype(np.int64))
+    np.save(d / "w64.npy", W.astype(np.int64))
+    result = run(d, "--input", f"x={d / 'x64.npy'}", "--input", f"w={d / 'w64.npy'}", "--output", f"y={d / 'y.npy'}")
+    assert result.exit_code == 0, result.stderr
+    assert np.array_equal(np.load(d / "y.npy"), Y)
+
+
+@pytest.mark.parametrize("bad", [128, -129, 1 << 40])
+def test_int64_inputs_that_do_not_fit_are_refused(files, bad):
+    d, _ = files
+    x = X.astype(np.int64)
+    x[0, 5] = bad
+    np.save(d / "x64.npy", x)
+    result = run(d, "--input", f"x={d / 'x64.npy'}", "--output", f"y={d / 'y.npy'}")
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "x" in lines[0] and str(bad) in lines[0]
+    assert not (d / "y.npy").exists()
+
+
+def test_profile_lists_the_seven_counters_first_in_reference_order(files):
+    d, _ = files
+    result = run(d, *with_inputs(d), "--profile")
+    assert result.exit_code == 0, result.stderr
+    profile = json.loads(result.stdout)
+    assert list(profile)[:7] == list(COUNTERS)
+    # 2 inp + 2 wgt elements, 1 micro-op, 1 out element; 2 GEMM executions (reset not counted), 3 ALU
+    assert [profile[k] for k in COUNTERS] == [32, 512, 0, 4, 16, 2, 3]
+
+
+def parse_trace(text: str) -> list[tuple[int, str, tuple[int, ...]]]:
+    blocks = re.findall(r"INSTRUCTION (\d+): (.*)\n(?:\t.*\n)*?\tl2g_queue = (\d+), g2l_queue = (\d+)\n"
+                        r"\ts2g_queue = (\d+), g2s_queue = (\d+)\n", text)
+    return [(int(i), head, tuple(map(int, q))) for i, head, *q in blocks]
+
+
+def test_text_trace_shows_execution_order_and_real_token_counts(files):
+    d, _ = files
+    result = run(d, *with_inputs(d), "--trace")
+    assert result.exit_code == 0, result.stderr
+    assert result.stdout.startswith("There are 10 instructions\n")
+    blocks = parse_trace(result.stdout)
+    assert [b[0] for b in blocks] == ORDER
+    assert {i: head for i, head, _ in blocks} == HEADERS
+    assert {i: q for i, _, q in blocks} == QUEUES
+    assert result.stdout.count("INSTRUCTION") == 10
+    assert "\tdep - pop prev: 1, pop next: 0, push prev: 0, push next: 0\n" in result.stdout
+
+
+def test_jsonl_trace_gives_one_object_per_executed_instruction(files):
+    d, _ = files
+    result = run(d, *with_inputs(d), "--trace", "--trace-format", "jsonl")
+    assert result.exit_code == 0, result.stderr
+    records = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["index"] for r in records] == ORDER
+    for r in records:
+        assert tuple(r["queues"][q] for q in ("l2g", "g2l", "s2g", "g2s")) == QUEUES[r["index"]]
+
+
+def test_dump_dram_and_out_dir(files):
+    d, program = files
+    y_addr = program.segment("y").addr
+    result = run(d, *with_inputs(d), "--dump-dram", f"{y_addr:#x}:16:{d / 'dump.bin'}", "--out-dir",
+                 str(d / "results"))
+    assert result.exit_code == 0, result.stderr
+    assert (d / "dump.bin").read_bytes() == Y.tobytes()
+    assert (d / "results" / "y.bin").read_bytes() == Y.tobytes()
+
+
+def test_check_races(files):
+    d, _ = files
+    clean = run(d, *with_inputs(d), "--check-races")
+    assert clean.exit_code == 0, clean.stderr
+    assert "0 race(s) found" in clean.stderr
+    save_vbin(matmul_program(racy=True), d / "racy.vbin")
+    racy = run(d, "--check-races", program="racy.vbin")
+    assert racy.exit_code == 4
+    lines = racy.stderr.strip().splitlines()
+    assert lines[-1] == "2 race(s) found"
+    assert any("instruction 2" in line and "instruction 3" in line for line in lines)
+
+
+def test_installed_entry_point(files):
+    d, _ = files
+    exe = REPO / ".venv" / "bin" / "vtasim"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "vtasim.cli"]
+    done = subprocess.run([*cmd, "run", str(d / "mm.vbin"), *with_inputs(d), "--output", f"y={d / 'y.npy'}"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert np.array_equal(np.load(d / "y.npy"), Y)
