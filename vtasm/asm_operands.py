@@ -23,6 +23,7 @@ from .syntax import (
     UOP_OPERANDS,
     UOP_RAW_MNEMONIC,
     USE_IMM,
+    OperandSpec,
     flag_for_queue,
     stage_queues,
 )
@@ -87,36 +88,13 @@ def build_instruction(stmt: ast.Insn, ctx: OperandContext) -> Instruction:
     fields = _Fields(isa.layout(kind, ctx.cfg), {"opcode": spec.opcode, **dict(mnem.preset)})
     short = {o.key: o for o in OPERANDS[kind]}
     queues: list[tuple[str, ast.Sym]] = []
-    dram: tuple[ast.Expr, SourceSpan] | None = None
-    implied: dict[str, int] = {}
+    dram: ast.Expr | None = None
     for op in stmt.operands:
-        if op.key is None:
-            word = op.value.name if isinstance(op.value, ast.Sym) else None
-            flags = [o for o in short.values() if o.form == "flag"]
-            match = next((o for o in flags if o.key == word), None)
-            if match is None:
-                hint = suggest(word, [o.key for o in flags]) if word else ""
-                raise AsmError(f"expected an operand key=value, not '{_text(op)}'{hint}", op.span)
-            fields.set(match.fields[0], 1, op.span)
-            continue
         sop = short.get(op.key)
-        if sop is not None and sop.form != "flag":
-            if sop.form == "one":
-                fields.set(sop.fields[0], ctx.symbols.eval(_expr(op, "N")), op.span)
-            elif sop.form == "addr":
-                fields.set(sop.fields[0], 0, op.span)
-                dram = (_expr(op, "ADDR"), op.span)
-            elif sop.form == "imm":
-                fields.set(sop.fields[0], ctx.symbols.eval(_expr(op, "V")), op.span)
-                implied[USE_IMM] = 1
-            elif sop.form == "pair":
-                for name, item in zip(sop.fields, _pair(op, sop.fields), strict=True):
-                    fields.set(name, ctx.symbols.eval(item), item.span)
-            else:  # range
-                if not isinstance(op.value, ast.Range):
-                    raise AsmError(f"operand '{op.key}' takes a range: {op.key}=BEGIN:END", op.span)
-                fields.set(sop.fields[0], ctx.symbols.eval(op.value.lo), op.span)
-                fields.set(sop.fields[1], ctx.symbols.eval(op.value.hi), op.span)
+        if op.key is None:
+            _flag_word(op, short, fields)
+        elif sop is not None and sop.form != "flag":  # `reset=N` is the spec name
+            dram = _short_operand(sop, op, fields, ctx) or dram
         elif op.key in QUEUE_KEYS:
             items = op.value.items if isinstance(op.value, ast.Seq) else (op.value,)
             for item in items:
@@ -128,21 +106,49 @@ def build_instruction(stmt: ast.Insn, ctx: OperandContext) -> Instruction:
                 raise AsmError(f"{op.key} is set by the mnemonic '{mnem.name}'", op.key_span or op.span)
             fields.set(op.key, ctx.symbols.eval(_expr(op, "N")), op.span)
         else:
-            known = [o.key for o in OPERANDS[kind]] + list(QUEUE_KEYS) + [n for n in fields.layout if n != "opcode"]
+            known = list(short) + list(QUEUE_KEYS) + [n for n in fields.layout if n != "opcode"]
             raise AsmError(
                 f"unknown operand '{op.key}' for {mnem.name}{suggest(op.key, known)}", op.key_span or op.span
             )
     if mnem.enum_required and mnem.enum_field not in fields.spans:
         raise AsmError(f"'{mnem.name}' needs {mnem.enum_field}=N", stmt.mnemonic_span)
-    for name, value in implied.items():
-        if name not in fields.spans:
-            fields.values[name] = value
+    if "imm" in short and "imm" in fields.spans and USE_IMM not in fields.spans:
+        fields.values[USE_IMM] = 1  # imm=V implies use_imm = 1 unless use_imm is given
     memory_type = fields.values.get("memory_type", 0)
     _set_queue_flags(fields, queues, isa.stage_of(spec.opcode, memory_type))
     if dram is not None:
-        fields.values["dram_base"] = _dram_elements(dram[0], dram[1], memory_type, ctx)
+        fields.values["dram_base"] = _dram_elements(dram, memory_type, ctx)
     fields.check(stmt.span)
     return Instruction(kind, fields.values)
+
+
+def _flag_word(op: ast.Operand, short: dict[str, OperandSpec], fields: _Fields) -> None:
+    """A bare word such as ``reset``."""
+    word = op.value.name if isinstance(op.value, ast.Sym) else None
+    flags = [o for o in short.values() if o.form == "flag"]
+    match = next((o for o in flags if o.key == word), None)
+    if match is None:
+        hint = suggest(word, [o.key for o in flags]) if word else ""
+        raise AsmError(f"expected an operand key=value, not '{_text(op)}'{hint}", op.span)
+    fields.set(match.fields[0], 1, op.span)
+
+
+def _short_operand(sop: OperandSpec, op: ast.Operand, fields: _Fields, ctx: OperandContext) -> ast.Expr | None:
+    """Set the field(s) of a short operand; returns the expression of ``dram=`` (converted later)."""
+    if sop.form == "addr":
+        fields.set(sop.fields[0], 0, op.span)
+        return _expr(op, "ADDR")
+    if sop.form in ("one", "imm"):
+        fields.set(sop.fields[0], ctx.symbols.eval(_expr(op, "N")), op.span)
+    elif sop.form == "pair":
+        for name, item in zip(sop.fields, _pair(op, sop.fields), strict=True):
+            fields.set(name, ctx.symbols.eval(item), item.span)
+    else:  # range
+        if not isinstance(op.value, ast.Range):
+            raise AsmError(f"operand '{op.key}' takes a range: {op.key}=BEGIN:END", op.span)
+        fields.set(sop.fields[0], ctx.symbols.eval(op.value.lo), op.span)
+        fields.set(sop.fields[1], ctx.symbols.eval(op.value.hi), op.span)
+    return None
 
 
 def _set_queue_flags(fields: _Fields, queues: list[tuple[str, ast.Sym]], stage: str) -> None:
@@ -163,11 +169,11 @@ def _set_queue_flags(fields: _Fields, queues: list[tuple[str, ast.Sym]], stage: 
         fields.set(flag, 1, item.span)
 
 
-def _dram_elements(expr: ast.Expr, span: SourceSpan, memory_type: int, ctx: OperandContext) -> int:
+def _dram_elements(expr: ast.Expr, memory_type: int, ctx: OperandContext) -> int:
     """A DRAM byte address (or micro-op expression for UOP) as an element index."""
     elem = isa.elem_bytes(ctx.cfg, memory_type)
     if elem is None:
-        raise AsmError(f"memory type {memory_type} has no element size; give dram_base=N instead", span)
+        raise AsmError(f"memory type {memory_type} has no element size; give dram_base=N instead", expr.span)
     index = ctx.symbols.uop_index(expr) if memory_type == isa.MEM_TYPES["uop"] else None
     addr = ctx.uop_addr + index * ctx.cfg.uop_elem_bytes if index is not None else ctx.symbols.eval(expr)
     if addr < 0:

@@ -44,8 +44,8 @@ ERRORS = [
     ("load.inp dram=0x1008", 1, 15, "dram address 0x1008 is not a multiple of the INP element size (16 bytes)",
      "0x1008"),
     ("load.inp dram=-16", 1, 15, "dram address -16 is negative", "-16"),
-    ("load memory_type=6 dram=0x100", 1, 20, "memory type 6 has no element size; give dram_base=N instead",
-     "dram=0x100"),
+    ("load memory_type=6 dram=0x100", 1, 25, "memory type 6 has no element size; give dram_base=N instead",
+     "0x100"),
     # queues
     ("store pop=l2g", 1, 11, "queue 'l2g' is not connected to the store stage (store pops g2s, pushes s2g)", "l2g"),
     ("load.inp pop=l2g", 1, 14,
