@@ -26,7 +26,7 @@ PAGE = 4096
 def config(name: str) -> VTAConfig:
     path = GOLDEN / f"{name}.config.json"
     if not path.exists():
-        pytest.skip(f"{path} not found (set VTA_SHARED)")
+        pytest.skip(f"{path} not found (set VTA_SHARED)", allow_module_level=True)
     return load_config(path)
 
 
