@@ -68,6 +68,7 @@ class _Builder:
         self.table: dict[tuple, int] = {}  # kernel uops -> index in the micro-op table
         self.uops: list[MicroOp] = []
         self.resident: dict[tuple, int] = {}  # kernel uops -> micro-op buffer slot
+        self.labels: dict[str, int] = {}  # micro-op table labels, one per kernel
         self.uop_next = 0
         self.out: list[Emitted] = []
         self.dram_state: dict[str, set[str]] = {}  # tensor -> stages that touched it since the last fence
@@ -92,23 +93,36 @@ class _Builder:
             seen.clear()
         seen.add(stage)
 
-    def _uop_slot(self, kernel: Kernel, group: int | None) -> int:
+    def _uop_slot(self, kernel: Kernel, kind: str, group: int | None) -> int:
+        """The micro-op buffer slot of a kernel, loading it first if it is not resident.
+
+        A kernel goes to the slot equal to its index in the micro-op table when it
+        fits there, so the assembly's labels name buffer slots too; tables larger
+        than the buffer fall back to a cyclic allocator that evicts what it overlaps.
+        """
         key = kernel.uops
-        if key in self.resident:
-            return self.resident[key]
         n = len(key)
         if n > self.cfg.uop_depth:
             raise CompileError(f"a micro-op kernel of {n} micro-ops exceeds the micro-op buffer ({self.cfg.uop_depth})")
         if key not in self.table:
             self.table[key] = len(self.uops)
+            self.labels[f"{kind}{len(self.labels)}"] = len(self.uops)
             self.uops += [MicroOp(*u) for u in key]
-        if self.uop_next + n > self.cfg.uop_depth:
-            self.resident.clear()
-            self.uop_next = 0
-        slot = self.uop_next
-        self.uop_next += n
+        if key in self.resident:
+            return self.resident[key]
+        index = self.table[key]
+        if index + n <= self.cfg.uop_depth:
+            slot = index
+        else:
+            if self.uop_next + n > self.cfg.uop_depth:
+                self.uop_next = 0
+            slot = self.uop_next
+            self.uop_next += n
+        for other, at in list(self.resident.items()):
+            if at < slot + n and slot < at + len(other):
+                del self.resident[other]
         self.resident[key] = slot
-        dram = self.data_end // self.cfg.uop_elem_bytes + self.table[key]
+        dram = self.data_end // self.cfg.uop_elem_bytes + index
         insn = make_instruction("load", memory_type=isa.MEM_TYPES["uop"], sram_base=slot, dram_base=dram,
                                 y_size=1, x_size=n, x_stride=n)
         self.emit(insn, Access("compute", [], [("uop", slot, slot + n - 1)]), group, "")
@@ -141,7 +155,7 @@ class _Builder:
 
     def compute(self, step: Gemm | Alu, group: int) -> None:
         k = step.kernel
-        slot = self._uop_slot(k, group)
+        slot = self._uop_slot(k, "gemm" if isinstance(step, Gemm) else "alu", group)
         common = dict(uop_bgn=slot, uop_end=slot + len(k.uops), iter_out=k.iter_out, iter_in=k.iter_in,
                       dst_factor_out=k.dst[0], dst_factor_in=k.dst[1], src_factor_out=k.src[0],
                       src_factor_in=k.src[1])
@@ -197,7 +211,7 @@ def generate(groups: list[Group], tensors: list[DramTensor], constants: dict[str
     infos: list[TensorInfo] = [t.tensor_info() for t in tensors if not t.name.startswith("__")]
     dumps = [DumpRange(b.seg_addr[name], tensors_by(tensors, name).nbytes, f"{name}.bin") for name in outputs]
     program = Program(cfg, [e.insn for e in b.out], b.uops, insn_addr, uop_addr, b.segments, infos, dumps,
-                      source_map=source_map)
+                      uop_labels=dict(b.labels), source_map=source_map)
     stats = {"uop_loads": b.uop_loads, "kernels": len(b.table)}
     return Generated(program, b.out, groups, stats)
 

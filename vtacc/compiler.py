@@ -34,6 +34,14 @@ class Planned:
     tiling: Tiling
 
 
+@dataclass(frozen=True)
+class Unit:
+    """One output assignment to compile, with the kernel and schedule it comes from."""
+
+    kernel: ck.Kernel
+    assign: ck.Assign
+
+
 @dataclass
 class Compiled:
     kernel: ck.Kernel
@@ -78,28 +86,28 @@ def _order(schedule: ck.Schedule) -> str | None:
     return None
 
 
-def compile_kernel(kernel: ck.Kernel, cfg: VTAConfig, source_name: str) -> Compiled:
-    """Compile one kernel (without calls) into a complete program."""
+def compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_name: str) -> Compiled:
+    """Compile output assignments (in order) into one program whose inputs and outputs are ``entry``'s."""
     if cfg.inp_width != 8 or cfg.wgt_width != 8 or cfg.acc_width != 32:
         raise CompileError(f"vtacc compiles for 8-bit inputs and weights and 32-bit accumulators; configuration "
-                           f"{cfg.describe()} has {cfg.inp_width}/{cfg.wgt_width}/{cfg.acc_width}", kernel.span)
+                           f"{cfg.describe()} has {cfg.inp_width}/{cfg.wgt_width}/{cfg.acc_width}", entry.span)
     table = TensorTable(cfg)
-    for decl in kernel.inputs:
+    for decl in entry.inputs:
         table.tensors.setdefault(decl.name, None)  # keep parameter order; kinds come from use
-    ops = [build_operator(kernel, a, table) for a in kernel.assigns]
-    fixed = _fixed_tiles(kernel.schedule, cfg)
     planned = []
     groups: list[Group] = []
-    for op in ops:
+    for unit in units:
+        op = build_operator(unit.kernel, unit.assign, table)
+        schedule = unit.kernel.schedule
         needs = analyse(op.expr, op.producer.node if op.producer else None, op.operands)
         if isinstance(op.producer, PoolProducer):
             needs.identity = True
         extra = sum(t.nbytes for t in {id(t): t for t in op.operands.values()}.values())
-        tiling = choose_tiling(op, needs, cfg, fixed, kernel.schedule.threads, _order(kernel.schedule), extra,
-                               kernel.schedule.span or op.span)
+        tiling = choose_tiling(op, needs, cfg, _fixed_tiles(schedule, cfg), schedule.threads, _order(schedule),
+                               extra, schedule.span or op.span)
         planned.append(Planned(op, needs, tiling))
         groups += schedule_operator(op, tiling, needs, cfg)
-    tensors = [t if t is not None else dram_tensor(n, _decl(kernel, n).dtype, _decl(kernel, n).shape, ACT, cfg)
+    tensors = [t if t is not None else dram_tensor(n, _decl(entry, n).dtype, _decl(entry, n).shape, ACT, cfg)
                for n, t in table.tensors.items()]
     constants: dict[str, bytes] = {}
     if any(p.needs.identity for p in planned):
@@ -108,9 +116,14 @@ def compile_kernel(kernel: ck.Kernel, cfg: VTAConfig, source_name: str) -> Compi
     if any(p.needs.neg_identity for p in planned):
         tensors.append(dram_tensor(NEG_IDENTITY, "int8", (cfg.block_out, cfg.block_in), WGT, cfg))
         constants[NEG_IDENTITY] = identity_bytes(cfg, negate=True)
-    outputs = [o.name for o in kernel.outputs]
+    outputs = [o.name for o in entry.outputs]
     generated = generate(groups, tensors, constants, outputs, cfg, Path(source_name).name)
-    return Compiled(kernel, cfg, planned, tensors, generated)
+    return Compiled(entry, cfg, planned, tensors, generated)
+
+
+def compile_kernel(kernel: ck.Kernel, cfg: VTAConfig, source_name: str) -> Compiled:
+    """Compile one kernel that calls no other kernel."""
+    return compile_units(kernel, [Unit(kernel, a) for a in kernel.assigns], cfg, source_name)
 
 
 def _decl(kernel: ck.Kernel, name: str) -> ck.TensorDecl:

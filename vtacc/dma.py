@@ -35,6 +35,8 @@ def box_dmas(dims: tuple[int, int, int, int], start: tuple[int, int, int, int],
     row_stride = strides[rows_dim] if rows_dim >= 0 else run
     if rows > MAX_FIELD or row_stride > MAX_FIELD:
         rows_dim, rows, row_stride = -1, 1, run
+    if rows == 1:
+        row_stride = run
     outer = list(range(rows_dim)) if rows_dim >= 0 else list(range(k))
     dmas = []
     index = [0, 0, 0, 0]

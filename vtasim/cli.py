@@ -39,7 +39,8 @@ def main() -> None:
               help="Budget of instructions plus micro-op executions.")
 @click.option("--profile", is_flag=True, help="Print the profiler counters as JSON.")
 @click.option("--trace", is_flag=True, help="Print each instruction as it executes (runtime format).")
-@click.option("--trace-format", type=click.Choice(["text", "jsonl"]), default="text", show_default=True)
+@click.option("--trace-format", type=click.Choice(["text", "jsonl"]), default=None,
+              help="Trace format: the runtime's text blocks (default) or JSON lines; implies --trace.")
 @click.option("--trace-uops", is_flag=True, help="With --trace, list the micro-ops GEMM/ALU instructions ran.")
 @click.option("--check-races", is_flag=True, help="Report accesses by different stages that no token orders.")
 @click.option("--lint", is_flag=True, help="Warn about behaviour that differs on real VTA hardware.")
@@ -47,7 +48,7 @@ def main() -> None:
 @reports_errors
 def run(program: str, config_path: str | None, inputs: tuple[str, ...], outputs: tuple[str, ...],
         dram_dumps: tuple[str, ...], out_dir: str | None, max_ops: int, profile: bool, trace: bool,
-        trace_format: str, trace_uops: bool, check_races: bool, lint: bool) -> None:
+        trace_format: str | None, trace_uops: bool, check_races: bool, lint: bool) -> None:
     """Run PROGRAM (a .vbin file or a raw directory) to its FINISH."""
     prog = open_program(program, config_path)
     opts = RunOptions(
@@ -56,7 +57,7 @@ def run(program: str, config_path: str | None, inputs: tuple[str, ...], outputs:
         dram_dumps=[parse_dram_range(t) for t in dram_dumps],
         out_dir=Path(out_dir) if out_dir else default_out_dir(program),
         max_ops=max_ops,
-        trace=(trace_format if trace or trace_uops else None),
+        trace=(trace_format or "text") if (trace or trace_uops or trace_format) else None,
         trace_uops=trace_uops,
         check_races=check_races,
         lint=lint,

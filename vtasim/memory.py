@@ -81,7 +81,7 @@ def _load_rows(state: MachineState, index: int, insn: Instruction, sram_elem: in
         dram_elem = cfg.acc8_elem_bytes
         src = _dram_rows(state, index, insn, insn["dram_base"] * dram_elem, x_size * dram_elem,
                          insn["x_stride"] * dram_elem, y_size)
-        values = src.view(np.int8).astype(int_dtype(cfg.acc_width))
+        values = np.ascontiguousarray(src.view(np.int8).astype(int_dtype(cfg.acc_width)))
         return values.view(np.uint8).reshape(y_size, x_size, sram_elem)
     src = _dram_rows(state, index, insn, insn["dram_base"] * sram_elem, x_size * sram_elem,
                      insn["x_stride"] * sram_elem, y_size)

@@ -106,7 +106,8 @@ class Pipeline:
                     chosen = (stage, i)
             if chosen is None:
                 if all(pos[s] >= len(lists[s]) for s in isa.STAGES):
-                    raise SimFault("the program ended without a FINISH instruction")
+                    raise SimFault(f"the program ended without a FINISH instruction (all {len(insns)} instructions "
+                                   f"ran; the last was instruction {len(insns) - 1})")
                 raise self._deadlock(lists, pos, flags)
             stage, i = chosen
             insn = insns[i]

@@ -49,8 +49,12 @@ def assemble(
     filename: str = "<input>",
     cfg: VTAConfig | None = None,
     base_dir: str | Path | None = None,
+    fallback: VTAConfig | None = None,
 ) -> Program:
     """Assemble source text. ``cfg`` is the configuration given to the tool (None: none given).
+
+    A ``.config`` directive must agree with ``cfg``; without one, ``cfg`` is used,
+    else ``fallback`` (the CLIs pass ./vta_config.json), else the default.
 
     Paths in the source are relative to ``base_dir`` (default: the directory of
     ``filename``). Every problem raises AsmError with its source position.
@@ -58,7 +62,7 @@ def assemble(
     if base_dir is None:
         base_dir = Path(filename).parent if not filename.startswith("<") else Path(".")
     unit = _collect(parse(text, filename))
-    config = _program_config(unit, cfg)
+    config = _program_config(unit, cfg, fallback)
     symbols = Symbols(builtins(config))
     for name, index in unit.labels:
         symbols.define(name, LABEL, value=index)
@@ -96,7 +100,7 @@ def assemble(
     )
 
 
-def assemble_file(path: str | Path, cfg: VTAConfig | None = None) -> Program:
+def assemble_file(path: str | Path, cfg: VTAConfig | None = None, fallback: VTAConfig | None = None) -> Program:
     """Assemble a ``.vasm`` file (paths in it are relative to its directory)."""
     p = Path(path)
     try:
@@ -105,7 +109,7 @@ def assemble_file(path: str | Path, cfg: VTAConfig | None = None) -> Program:
         raise AsmError(f"{p}: cannot read assembly source: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise AsmError(f"{p}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    return assemble(text, str(p), cfg, p.parent)
+    return assemble(text, str(p), cfg, p.parent, fallback)
 
 
 # -- pass 1: sections ----------------------------------------------------------------
@@ -189,9 +193,9 @@ def _check_unique(what: str, names: list[ast.Name]) -> None:
 # -- configuration and layout ----------------------------------------------------------
 
 
-def _program_config(unit: _Unit, given: VTAConfig | None) -> VTAConfig:
+def _program_config(unit: _Unit, given: VTAConfig | None, fallback: VTAConfig | None) -> VTAConfig:
     if not unit.config:
-        return given or default_config()
+        return given or fallback or default_config()
     data: dict[str, object] = {}
     evaluator = Symbols({})
     for kv in unit.config:

@@ -31,7 +31,7 @@ def assemble(source: str, output: str | None, config_path: str | None) -> None:
     from .assembler import assemble_file
     from .vbin import save_vbin
 
-    program = assemble_file(source, explicit_config(config_path))
+    program = assemble_file(source, explicit_config(config_path), fallback=resolve_config(None))
     save_vbin(program, output or str(Path(source).with_suffix(".vbin")))
 
 

@@ -8,6 +8,7 @@ add the line and a caret); ``--traceback`` shows the Python stack instead.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable
 from typing import Any
@@ -49,6 +50,10 @@ def reports_errors(fn: Callable) -> Callable:
                 raise
             click.echo(f"error: {exc.render()}", err=True)
             sys.exit(exc.exit_code)
+        except BrokenPipeError:  # the reader went away (e.g. `| head`): stop quietly
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+            sys.exit(EXIT_OK)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
             sys.exit(130)

@@ -97,7 +97,7 @@ class _Format:
         return self._fmt.pack(*[values[n] for n in self._order])[::-1]
 
     def unpack(self, data: bytes) -> dict[str, int]:
-        return dict(zip(self._order, self._fmt.unpack(data[::-1])))
+        return dict(zip(self._order, self._fmt.unpack(data[::-1]), strict=True))
 
 
 class Codec:

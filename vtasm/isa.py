@@ -9,9 +9,9 @@ the token queue behind each dependency flag.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable
 
 from .config import VTAConfig
 

@@ -67,6 +67,7 @@ def build_meta(program: Program) -> dict:
             {"name": seg.name, "addr": seg.addr, "size": len(seg.data), "offset": offset, "file": seg.file}
         )
         offset += len(seg.data)
+    seg_order = {seg.name: i for i, seg in enumerate(program.segments)}
     return {
         "config": program.config.to_dict(),
         "insn_addr": program.insn_addr,
@@ -75,9 +76,10 @@ def build_meta(program: Program) -> dict:
         "insn_file": program.insn_file,
         "uop_file": program.uop_file,
         "segments": segments,
-        "tensors": [_tensor_entry(t) for t in program.tensors],
+        # canonical orders (what the disassembler prints): tensors by segment, labels by index
+        "tensors": [_tensor_entry(t) for t in sorted(program.tensors, key=lambda t: seg_order.get(t.name, 1 << 30))],
         "dumps": [{"addr": d.addr, "nbytes": d.nbytes, "file": d.file} for d in program.dumps],
-        "uop_labels": [[name, index] for name, index in program.uop_labels.items()],
+        "uop_labels": [[name, index] for name, index in sorted(program.uop_labels.items(), key=lambda kv: kv[1])],
         "counts": {"insns": len(program.instructions), "uops": len(program.uops)},
     }
 

@@ -1,0 +1,76 @@
+"""`vtacc`: compile the kernel language to VTA assembly or a .vbin."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from vtasm.cli_support import config_option, reports_errors, traceback_option
+from vtasm.config import resolve_config
+from vtasm.fileio import write_atomic
+
+EMITS = ("asm", "checked", "schedule", "dump")
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("source", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Write assembly (.vasm) or, for a .vbin name, the assembled program (default: assembly on stdout).")
+@click.option("--kernel", "kernel_name", help="Kernel to compile (default: 'main' if present, else the last one).")
+@click.option("--emit", type=click.Choice(EMITS), default="asm", show_default=True,
+              help="Stage to print: checked program, tiled schedule, assembly, or the runtime's instruction dump.")
+@click.option("--explain", is_flag=True, help="Report the tiling, buffer occupancy, counts and DRAM traffic.")
+@config_option
+@traceback_option
+@reports_errors
+@click.version_option(package_name="vta-toolchain")
+def main(source: str, output: str | None, kernel_name: str | None, emit: str, explain: bool,
+         config_path: str | None) -> None:
+    """Compile SOURCE (.vk) for VTA.
+
+    Exit codes: 0 success, 1 bad input (error at file:line:col), 2 usage error.
+    """
+    from .check import load_kernels
+    from .printer import format_checked
+
+    checked = load_kernels(source)
+    if emit == "checked":
+        _write(output, format_checked(checked))
+        return
+    from .program_builder import compile_file
+
+    cfg = resolve_config(config_path)
+    compiled = compile_file(checked, cfg, kernel_name)
+    if explain:
+        from .explain import explain as explain_text
+
+        click.echo(explain_text(compiled), nl=False, err=output is None and emit == "asm")
+    if emit == "schedule":
+        from .steps import format_groups
+
+        _write(output, format_groups(compiled.groups))
+    elif emit == "dump":
+        from vtasm.dump import dump_instructions
+
+        _write(output, dump_instructions(compiled.program))
+    elif output and Path(output).suffix == ".vbin":
+        from vtasm.vbin import save_vbin
+
+        save_vbin(compiled.program, output)
+    else:
+        from .emit import assembly
+
+        _write(output, assembly(compiled, Path(source).name, checked.source))
+
+
+def _write(output: str | None, text: str) -> None:
+    if output:
+        write_atomic(output, text)
+    else:
+        sys.stdout.write(text)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

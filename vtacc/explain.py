@@ -1,0 +1,83 @@
+"""``vtacc --explain``: what the compiler chose and what it costs.
+
+Figures are read off the generated program, not the cost model: instruction
+and micro-op counts, the highest SRAM element each buffer uses, and the DRAM
+bytes the loads and stores move (counted as the reference profiler counts
+them) against the compulsory minimum (every input, weight and output byte
+moved once).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from vtasm import isa
+
+from .compiler import Compiled, compulsory_bytes
+from .operators import GemmProducer, PoolProducer
+
+
+def traffic(compiled: Compiled) -> dict[str, int]:
+    """DRAM bytes moved by the program's loads and stores, per memory type (as the profiler counts)."""
+    cfg = compiled.cfg
+    out: Counter = Counter()
+    for insn in compiled.program.instructions:
+        if insn.kind not in ("load", "store") or not insn["x_size"]:
+            continue
+        mtype = insn["memory_type"]
+        name = isa.MEM_TYPE_NAMES.get(mtype, str(mtype))
+        elem = cfg.acc_elem_bytes if name == "acc8" else isa.elem_bytes(cfg, mtype)
+        out[name] += insn["x_size"] * insn["y_size"] * elem
+    return dict(out)
+
+
+def _producer_text(p) -> str:
+    if isinstance(p, GemmProducer):
+        n, oc, oh, ow = p.out_dims
+        _, ic, ih, iw = p.x.dims
+        if p.kh == p.kw == 1 and ih == iw == 1:
+            return f"matmul {n} x {ic} by {ic} -> {oc}"
+        groups = f", {p.groups} groups" if p.groups > 1 else ""
+        return (f"conv2d {p.kh}x{p.kw} stride {p.stride} pad {p.pad}{groups}, {ic} -> {oc} channels, "
+                f"{ih}x{iw} -> {oh}x{ow}")
+    if isinstance(p, PoolProducer):
+        return f"{p.kind} pool {p.size}x{p.size} stride {p.stride} pad {p.pad}"
+    return "element-wise only"
+
+
+def explain(compiled: Compiled) -> str:
+    """The --explain report."""
+    cfg = compiled.cfg
+    prog = compiled.program
+    k = compiled.kernel
+    lines = [f"kernel {k.name} ({k.span.file}:{k.span.line}), configuration {cfg.describe()}"]
+    for p in compiled.planned:
+        op = p.op
+        lines.append(f"  {op.out.name}: {_producer_text(op.producer)}  [{op.span.file}:{op.span.line}]")
+        lines.append(f"    tiling: {p.tiling.describe(cfg)}")
+    used = {"inp": -1, "wgt": -1, "acc": -1, "uop": -1}
+    for e in compiled.generated.emitted:
+        for buf, _lo, hi in e.access.reads + e.access.writes:
+            if buf in used:
+                used[buf] = max(used[buf], hi)
+    depth = {"inp": cfg.inp_depth, "wgt": cfg.wgt_depth, "acc": cfg.acc_depth, "uop": cfg.uop_depth}
+    lines.append("  buffer occupancy (highest element used / depth): " + ", ".join(
+        f"{b} {used[b] + 1}/{depth[b]} ({100 * (used[b] + 1) // depth[b]}%)" for b in used))
+    stages = Counter(i.stage for i in prog.instructions)
+    lines.append(f"  instructions: {len(prog.instructions)} (load stage {stages['load']}, compute stage "
+                 f"{stages['compute']}, store stage {stages['store']}); micro-ops: {len(prog.uops)} in "
+                 f"{compiled.generated.stats['kernels']} kernels, loaded {compiled.generated.stats['uop_loads']} times")
+    gemm = sum(i["iter_out"] * i["iter_in"] * (i["uop_end"] - i["uop_bgn"]) for i in prog.instructions
+               if i.kind == "gemm" and not i["reset"])
+    alu = sum(i["iter_out"] * i["iter_in"] * (i["uop_end"] - i["uop_bgn"]) for i in prog.instructions
+              if i.kind == "alu")
+    lines.append(f"  micro-op executions: GEMM {gemm:,} ({gemm * cfg.batch * cfg.block_in * cfg.block_out:,} "
+                 f"MACs), ALU {alu:,}")
+    moved = traffic(compiled)
+    total = sum(moved.values())
+    minimum = compulsory_bytes(compiled)
+    parts = ", ".join(f"{name} {n:,}" for name, n in sorted(moved.items()))
+    lines.append(f"  DRAM bytes moved: {total:,} ({parts})")
+    lines.append(f"  compulsory minimum: {minimum:,} (every input, weight and output byte once); "
+                 f"ratio {total / minimum:.2f}x")
+    return "\n".join(lines) + "\n"

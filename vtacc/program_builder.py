@@ -1,0 +1,122 @@
+"""Whole-file compilation: one entry kernel, with the kernels it calls, as one program.
+
+Calls are flattened: each call's kernel body is compiled in place, its
+parameters bound to the caller's arguments and its results written to
+intermediate int8 tensors in DRAM, which later operators read back. A call
+assigned directly to a result writes that result itself. An argument computed
+by an expression is first materialised into an intermediate tensor. The
+program's inputs and outputs are the entry kernel's; intermediates appear in
+the tensor table too, so `vtasim --output` can inspect them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from vtasm.config import VTAConfig
+from vtasm.errors import CompileError
+
+from . import checked as ck
+from .compiler import Compiled, Unit, compile_units
+
+
+def pick_entry(checked: ck.CheckedFile, name: str | None) -> ck.Kernel:
+    """The kernel named ``name``, else 'main', else the last kernel of the file."""
+    names = [k.name for k in checked.kernels]
+    if name is not None:
+        if name not in names:
+            raise CompileError(f"{checked.path}: no kernel named {name} (kernels: {', '.join(names)})")
+        return checked.kernel(name)
+    if "main" in names:
+        return checked.kernel("main")
+    if not checked.kernels:
+        raise CompileError(f"{checked.path}: the file defines no kernel")
+    return checked.kernels[-1]
+
+
+class _Flattener:
+    def __init__(self, checked: ck.CheckedFile):
+        self.file = checked
+        self.units: list[Unit] = []
+        self.taken: set[str] = set()
+        self.calls: dict[tuple, list[ck.TensorRef]] = {}
+
+    def fresh(self, base: str) -> str:
+        name, n = base, 2
+        while name in self.taken:
+            name, n = f"{base}_{n}", n + 1
+        self.taken.add(name)
+        return name
+
+    def kernel(self, k: ck.Kernel, bindings: dict[int, ck.Node], targets: dict[int, ck.TensorDecl],
+               depth: int) -> None:
+        """Compile kernel ``k``'s assignments, params bound by ``bindings``, results renamed by ``targets``."""
+        memo: dict[int, ck.Node] = {}
+        for a in k.assigns:
+            target = targets.get(id(a.target), a.target)
+            value = a.value
+            if isinstance(value, ck.Call) and depth < 64:
+                callee = self.file.kernel(value.kernel)
+                if len(callee.outputs) == 1:
+                    args = [self.rewrite(x, bindings, memo, k, depth) for x in value.args]
+                    self.call(callee, args, value, {id(callee.outputs[0]): target}, depth)
+                    continue
+            self.units.append(Unit(k, dataclasses.replace(a, target=target,
+                                                          value=self.rewrite(value, bindings, memo, k, depth))))
+
+    def call(self, callee: ck.Kernel, args: list[ck.Node], node: ck.Call, targets: dict[int, ck.TensorDecl],
+             depth: int) -> list[ck.TensorRef]:
+        refs = []
+        for arg, param in zip(args, callee.inputs, strict=True):
+            if isinstance(arg, ck.TensorRef):
+                refs.append(arg)
+                continue
+            if param.dtype != ck.INT8:
+                raise CompileError(f"argument for {param.name} is computed, but only int8 tensors can be passed "
+                                   "through DRAM (VTA stores 8-bit values)", arg.span)
+            decl = ck.TensorDecl(self.fresh(f"{callee.name}_{param.name}"), param.dtype, param.shape,
+                                 "intermediate", arg.span)
+            self.units.append(Unit(callee, ck.Assign(decl, arg, arg.span)))
+            refs.append(ck.TensorRef(param.shape, param.dtype, arg.span, decl))
+        outs = {}
+        for o in callee.outputs:
+            decl = targets.get(id(o)) or ck.TensorDecl(self.fresh(f"{callee.name}_{o.name}"), o.dtype, o.shape,
+                                                       "intermediate", node.span)
+            outs[id(o)] = decl
+        bindings = {id(p): r for p, r in zip(callee.inputs, refs, strict=True)}
+        self.kernel(callee, bindings, outs, depth + 1)
+        return [ck.TensorRef(o.shape, o.dtype, node.span, outs[id(o)]) for o in callee.outputs]
+
+    def rewrite(self, node: ck.Node, bindings: dict[int, ck.Node], memo: dict[int, ck.Node], k: ck.Kernel,
+                depth: int) -> ck.Node:
+        key = id(node)
+        if key in memo:
+            return memo[key]
+        if isinstance(node, ck.TensorRef):
+            out = bindings.get(id(node.tensor), node)
+        elif isinstance(node, ck.Call):
+            callee = self.file.kernel(node.kernel)
+            call_key = (node.kernel, tuple(id(a) for a in node.args), id(bindings))
+            if call_key not in self.calls:
+                args = [self.rewrite(a, bindings, memo, k, depth) for a in node.args]
+                self.calls[call_key] = self.call(callee, args, node, {}, depth)
+            out = self.calls[call_key][node.result_index]
+        else:
+            changes = {}
+            for f in dataclasses.fields(node):
+                value = getattr(node, f.name)
+                if isinstance(value, ck.Node):
+                    changes[f.name] = self.rewrite(value, bindings, memo, k, depth)
+            out = dataclasses.replace(node, **changes) if changes else node
+        memo[key] = out
+        return out
+
+
+def compile_file(checked: ck.CheckedFile, cfg: VTAConfig, kernel_name: str | None = None) -> Compiled:
+    """Compile the entry kernel of a checked file (with everything it calls) into one program."""
+    entry = pick_entry(checked, kernel_name)
+    flat = _Flattener(checked)
+    flat.taken |= {d.name for d in entry.inputs + entry.outputs}
+    flat.kernel(entry, {}, {}, 0)
+    return compile_units(entry, flat.units, cfg, Path(checked.path).name)
