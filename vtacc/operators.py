@@ -137,7 +137,11 @@ def _gemm(node: ck.Node, table: TensorTable) -> GemmProducer:
 
 
 def _pool(node: ck.Pool, table: TensorTable) -> PoolProducer:
-    x = table.get(_tensor_ref(node.x, f"the input of {node.kind}_pool"), ACT, node.x.span)
+    decl = _tensor_ref(node.x, f"the input of {node.kind}_pool")
+    if decl.dtype != ck.INT8:
+        raise CompileError(f"pooling reads int8 tensors (through the input buffer); {decl.name} is {decl.dtype}",
+                           node.x.span)
+    x = table.get(decl, ACT, node.x.span)
     if node.pad > 15:
         raise CompileError(f"padding {node.pad} exceeds the DMA's 4-bit padding fields (at most 15)", node.span)
     return PoolProducer(node, x, node.kind, node.size, node.stride, node.pad, node.pad_value, view4(node.shape))

@@ -94,6 +94,7 @@ class TileTarget(Target):
         self.op, self.tile, self.slots, self.needs, self.group, self.cfg = op, tile, slots, needs, group, cfg
         self.free_slots = list(range(needs.acc_slots))
         self.loaded_bias: dict[str, int] = {}
+        self.loaded: set[int] = set()  # slots last written by an ACC load (not yet by GEMM/ALU)
 
     def base(self, slot: int) -> int:
         return self.slots.acc[self.tile.thread] + slot * self.tile.elems
@@ -117,6 +118,7 @@ class TileTarget(Target):
         dims = (tensor.n_tiles, tensor.c_tiles, tensor.dims[2], tensor.dims[3])
         for dma in box_dmas(dims, start, extent, self.base(slot)):
             self.group.steps.append(Load(ACC, tensor.name, dma))
+        self.loaded.add(slot)
 
     def gemm_int8(self, tensor: DramTensor, slot: int, negate: bool, accumulate: bool) -> None:
         start, extent = self._box(tensor)
@@ -132,10 +134,17 @@ class TileTarget(Target):
 
     def alu_imm(self, slot: int, op: str, imm: int) -> None:
         self.group.steps.append(Alu(contiguous(self.tile.elems, self.base(slot)), op, imm))
+        self.loaded.discard(slot)
+
+    def ready_to_store(self, slot: int) -> None:
+        """Hardware stores from a buffer only GEMM/ALU write: copy loaded data with '>> 0' first."""
+        if slot in self.loaded:
+            self.alu_imm(slot, "shr", 0)
 
     def alu_tensor(self, slot: int, op: str, src_slot: int) -> None:
         k = contiguous(self.tile.elems, self.base(slot), self.base(src_slot), src_step=1)
         self.group.steps.append(Alu(k, op))
+        self.loaded.discard(slot)
 
     def alu_bias(self, slot: int, op: str, tensor: DramTensor) -> None:
         t = self.tile
@@ -149,6 +158,7 @@ class TileTarget(Target):
         dims = [Dim("n", t.nn, t.nc * pix, 0), Dim("c", t.nc, pix, 1), Dim("pix", pix, 1, 0)]
         kernel = build_kernel(dims, (self.base(slot), self.loaded_bias[tensor.name], 0))
         self.group.steps.append(Alu(kernel, op))
+        self.loaded.discard(slot)
 
     def copy(self, dst: int, src: int) -> None:
         e = self.tile.elems
@@ -235,6 +245,7 @@ def schedule_operator(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig) -> 
             producer_slot = 0
             target.claim(0)
         result = Evaluator(op.expr, op.producer.node if op.producer else None, op.operands, target).run(producer_slot)
+        target.ready_to_store(result)
         out = op.out
         dims = (out.n_tiles, out.c_tiles, out.dims[2], out.dims[3])
         start = (tile.n0, g * pr.oc_t + tile.c0, tile.h0, tile.w0)
