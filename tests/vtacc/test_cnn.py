@@ -1,0 +1,168 @@
+"""Convolutions, pooling, residual blocks and chained kernels, run bit-exact against numpy."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vtacc.explain import traffic
+
+from .harness import config, conv_ref, rand8, rand32, run
+
+RESNET = {  # name: (H=W, IC, OC, kernel, pad, stride) from workloads.md
+    "C2": (56, 64, 64, 3, 1, 1),
+    "C3": (56, 64, 128, 3, 1, 2),
+    "C4": (56, 64, 128, 1, 0, 2),
+    "C5": (28, 128, 128, 3, 1, 1),
+    "C6": (28, 128, 256, 3, 1, 2),
+    "C7": (28, 128, 256, 1, 0, 2),
+    "C8": (14, 256, 256, 3, 1, 1),
+    "C9": (14, 256, 512, 3, 1, 2),
+    "C10": (14, 256, 512, 1, 0, 2),
+    "C11": (7, 512, 512, 3, 1, 1),
+}
+
+
+def layer_source(name: str, schedule: str = "") -> tuple[str, tuple]:
+    h, ic, oc, k, pad, stride = RESNET[name]
+    oh = (h + 2 * pad - k) // stride + 1
+    src = f"""kernel {name.lower()}(x: int8[1, {ic}, {h}, {h}], w: int8[{oc}, {ic}, {k}, {k}], b: int32[{oc}])
+        -> y: int8[1, {oc}, {oh}, {oh}] {{
+        y = clip((conv2d(x, w, stride={stride}, pad={pad}) >> 8) + b, 0, 127)
+        {schedule}
+    }}"""
+    return src, (h, ic, oc, k, pad, stride)
+
+
+def run_layer(name: str, cfg_name: str = "default", schedule: str = ""):
+    src, (h, ic, oc, k, pad, stride) = layer_source(name, schedule)
+    rng = np.random.default_rng(hash(name) % 2**32)
+    x, w = rand8(rng, 1, ic, h, h), rand8(rng, oc, ic, k, k)
+    b = rand32(rng, oc, lo=-3000, hi=3000)
+    result = run(src, {"x": x, "w": w, "b": b}, config(cfg_name))
+    expected = np.clip((conv_ref(x, w, stride, pad) >> 8) + b[None, :, None, None], 0, 127).astype(np.int8)
+    assert result.races == []
+    np.testing.assert_array_equal(result.outputs["y"], expected)
+    return result
+
+
+@pytest.mark.parametrize("name", list(RESNET))
+def test_resnet18_layer_default_config(name):
+    result = run_layer(name)
+    compiled = result.compiled
+    moved = sum(traffic(compiled).values()) - traffic(compiled).get("uop", 0)
+    minimum = sum(t.nbytes for t in compiled.tensors if not t.name.startswith("__"))
+    assert moved <= 1.5 * minimum, f"{name} moves {moved / minimum:.2f}x the compulsory minimum"
+    assert all(p.tiling.threads == 2 for p in compiled.planned)
+
+
+@pytest.mark.parametrize("cfg", ["batch2", "block8", "block32"])
+@pytest.mark.parametrize("name", ["C8", "C11"])
+def test_resnet18_layers_other_configs(name, cfg):
+    run_layer(name, cfg)
+
+
+def test_conv_opt_tutorial_schedule():
+    """The tutorial's C8 schedule: tiles of 7 rows and 128 output channels, two virtual threads."""
+    result = run_layer("C8", schedule="schedule { tile_h = 7; tile_oc = 128; threads = 2 }")
+    t = result.compiled.planned[0].tiling
+    assert (t.th, t.toc * 16, t.threads) == (7, 128, 2)
+
+
+@pytest.mark.slow
+def test_resnet18_first_layer():
+    rng = np.random.default_rng(1)
+    x, w, b = rand8(rng, 1, 3, 224, 224), rand8(rng, 64, 3, 7, 7), rand32(rng, 64, lo=-1000, hi=1000)
+    src = """kernel c1(x: int8[1, 3, 224, 224], w: int8[64, 3, 7, 7], b: int32[64]) -> y: int8[1, 64, 112, 112] {
+        y = clip((conv2d(x, w, stride=2, pad=3) >> 8) + b, 0, 127)
+    }"""
+    result = run(src, {"x": x, "w": w, "b": b})
+    expected = np.clip((conv_ref(x, w, 2, 3) >> 8) + b[None, :, None, None], 0, 127).astype(np.int8)
+    assert result.races == []
+    np.testing.assert_array_equal(result.outputs["y"], expected)
+
+
+def test_grouped_convolution():
+    rng = np.random.default_rng(3)
+    x, w = rand8(rng, 1, 128, 28, 28), rand8(rng, 128, 16, 3, 3)
+    src = """kernel g(x: int8[1, 128, 28, 28], w: int8[128, 16, 3, 3]) -> y: int8[1, 128, 28, 28] {
+        y = clip(conv2d(x, w, pad=1, groups=8) >> 8, 0, 127)
+    }"""
+    result = run(src, {"x": x, "w": w})
+    assert result.races == []
+    np.testing.assert_array_equal(result.outputs["y"], np.clip(conv_ref(x, w, 1, 1, 8) >> 8, 0, 127).astype(np.int8))
+
+
+def pool_ref(x: np.ndarray, k: int, s: int, p: int, kind: str) -> np.ndarray:
+    n, c, h, w = x.shape
+    fill = -128 if kind == "max" else 0
+    xp = np.full((n, c, h + 2 * p, w + 2 * p), fill, np.int64)
+    xp[:, :, p:p + h, p:p + w] = x
+    oh, ow = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
+    windows = [xp[:, :, i:i + s * oh:s, j:j + s * ow:s] for i in range(k) for j in range(k)]
+    return np.max(windows, axis=0) if kind == "max" else np.sum(windows, axis=0)
+
+
+@pytest.mark.parametrize("size,stride,pad", [(2, 2, 0), (3, 2, 1), (3, 1, 1), (2, 1, 1)])
+def test_max_pooling(size, stride, pad):
+    rng = np.random.default_rng(size * 10 + pad)
+    x = rand8(rng, 1, 32, 15, 15)
+    oh = (15 + 2 * pad - size) // stride + 1
+    src = f"""kernel p(x: int8[1, 32, 15, 15]) -> y: int8[1, 32, {oh}, {oh}] {{
+        y = max_pool(x, {size}, stride={stride}, pad={pad})
+    }}"""
+    result = run(src, {"x": x})
+    assert result.races == []
+    np.testing.assert_array_equal(result.outputs["y"], pool_ref(x, size, stride, pad, "max").astype(np.int8))
+
+
+def test_average_pooling_is_sum_then_shift():
+    rng = np.random.default_rng(7)
+    x = rand8(rng, 1, 48, 14, 14)
+    src = "kernel p(x: int8[1, 48, 14, 14]) -> y: int8[1, 48, 7, 7] { y = avg_pool(x, 2) }"
+    result = run(src, {"x": x})
+    np.testing.assert_array_equal(result.outputs["y"], (pool_ref(x, 2, 2, 0, "sum") >> 2).astype(np.int8))
+
+
+RESIDUAL = """
+kernel conv_relu(x: int8[1, 64, 14, 14], w: int8[64, 64, 3, 3], b: int32[64]) -> y: int8[1, 64, 14, 14] {
+    y = clip((conv2d(x, w, pad=1) >> 8) + b, 0, 127)
+}
+kernel block(x: int8[1, 64, 14, 14], w1: int8[64, 64, 3, 3], w2: int8[64, 64, 3, 3], b: int32[64])
+    -> y: int8[1, 64, 14, 14] {
+    t = conv_relu(x, w1, b)                          # through DRAM, in the same program
+    y = clip(((conv2d(t, w2, pad=1) >> 8) + x) >> 1, 0, 127)
+}
+"""
+
+
+@pytest.mark.parametrize("cfg", ["default", "batch2", "block8", "block32"])
+def test_residual_block(cfg):
+    rng = np.random.default_rng(11)
+    x, w1, w2 = rand8(rng, 1, 64, 14, 14), rand8(rng, 64, 64, 3, 3), rand8(rng, 64, 64, 3, 3)
+    b = rand32(rng, 64, lo=-1000, hi=1000)
+    result = run(RESIDUAL, {"x": x, "w1": w1, "w2": w2, "b": b}, config(cfg))
+    t = np.clip((conv_ref(x, w1, 1, 1) >> 8) + b[None, :, None, None], 0, 127).astype(np.int8)
+    expected = np.clip(((conv_ref(t, w2, 1, 1) >> 8) + x) >> 1, 0, 127).astype(np.int8)
+    assert result.races == []
+    np.testing.assert_array_equal(result.outputs["conv_relu_y"], t)
+    np.testing.assert_array_equal(result.outputs["y"], expected)
+
+
+def test_main_chains_several_kernels_into_one_program():
+    rng = np.random.default_rng(5)
+    src = RESIDUAL + """
+kernel pool2(x: int8[1, 64, 14, 14]) -> y: int8[1, 64, 7, 7] { y = max_pool(x, 2) }
+kernel main(x: int8[1, 64, 14, 14], w1: int8[64, 64, 3, 3], w2: int8[64, 64, 3, 3], b: int32[64])
+    -> y: int8[1, 64, 7, 7] {
+    y = pool2(block(x, w1, w2, b))
+}
+"""
+    x, w1, w2 = rand8(rng, 1, 64, 14, 14), rand8(rng, 64, 64, 3, 3), rand8(rng, 64, 64, 3, 3)
+    b = rand32(rng, 64, lo=-1000, hi=1000)
+    result = run(src, {"x": x, "w1": w1, "w2": w2, "b": b})
+    t = np.clip((conv_ref(x, w1, 1, 1) >> 8) + b[None, :, None, None], 0, 127).astype(np.int8)
+    blk = np.clip(((conv_ref(t, w2, 1, 1) >> 8) + x) >> 1, 0, 127).astype(np.int8)
+    assert result.races == []
+    np.testing.assert_array_equal(result.outputs["y"], pool_ref(blk, 2, 2, 0, "max").astype(np.int8))
+    assert result.compiled.kernel.name == "main"
