@@ -9,6 +9,8 @@ generator added (micro-op loads, fences).
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from vtasm.disassembler import disassemble
 
 from .compiler import Compiled
@@ -26,7 +28,7 @@ def _insn_comments(compiled: Compiled, source_lines: list[str]) -> dict[int, lis
             notes.append(f"; --- {group.title}")
             if group.span is not None:
                 line = source_lines[group.span.line - 1].strip() if 0 < group.span.line <= len(source_lines) else ""
-                notes.append(f";     from {group.span.file}:{group.span.line}: {line}")
+                notes.append(f";     from {Path(group.span.file).name}:{group.span.line}: {line}")
             previous_group = e.group
         elif e.group is None and e.group != previous_group:
             notes.append("")

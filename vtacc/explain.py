@@ -10,6 +10,7 @@ moved once).
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 from vtasm import isa
 
@@ -50,10 +51,10 @@ def explain(compiled: Compiled) -> str:
     cfg = compiled.cfg
     prog = compiled.program
     k = compiled.kernel
-    lines = [f"kernel {k.name} ({k.span.file}:{k.span.line}), configuration {cfg.describe()}"]
+    lines = [f"kernel {k.name} ({Path(k.span.file).name}:{k.span.line}), configuration {cfg.describe()}"]
     for p in compiled.planned:
         op = p.op
-        lines.append(f"  {op.out.name}: {_producer_text(op.producer)}  [{op.span.file}:{op.span.line}]")
+        lines.append(f"  {op.out.name}: {_producer_text(op.producer)}  [{Path(op.span.file).name}:{op.span.line}]")
         lines.append(f"    tiling: {p.tiling.describe(cfg)}")
     used = {"inp": -1, "wgt": -1, "acc": -1, "uop": -1}
     for e in compiled.generated.emitted:

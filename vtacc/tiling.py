@@ -187,10 +187,12 @@ def choose_tiling(op: Operator, needs: Needs, cfg: VTAConfig, fixed: dict, threa
     gemm = isinstance(op.producer, GemmProducer)
     pool = isinstance(op.producer, PoolProducer)
     best: Tiling | None = None
-    closest: tuple[int, str, int] | None = None
+    closest: tuple[float, list] | None = None
     orders = [order] if order else (["weights", "inputs"] if gemm else ["weights"])
-    for th_ in [threads] if threads else [2, 1]:  # two virtual threads unless nothing fits with two
-        for cand in _space(pr, fixed, gemm, orders, th_):
+    # two virtual threads (over at least two tiles) unless nothing fits that way
+    attempts = [(t, two) for t in ([threads] if threads else [2, 1]) for two in ((True, False) if t == 2 else (False,))]
+    for th_, two_tiles in attempts:
+        for cand in _space(pr, fixed, gemm, orders, th_, two_tiles):
             got = _evaluate(cand, pr, needs, cfg, gemm, pool, extra_bytes)
             if got is None:
                 continue
@@ -201,28 +203,28 @@ def choose_tiling(op: Operator, needs: Needs, cfg: VTAConfig, fixed: dict, threa
             break
     if best is None:
         for th_ in [threads] if threads else [1]:
-            for cand in _space(pr, fixed, gemm, orders, th_):
+            for cand in _space(pr, fixed, gemm, orders, th_, False):
                 closest = _overflow(cand, pr, needs, cfg, gemm, pool, closest)
         if closest is not None:
-            over, buf, depth = closest
-            raise CompileError(
-                f"no tiling fits the on-chip buffers: the smallest choice still needs {depth + over} {buf} "
-                f"elements, {over} more than the {depth} the {buf} buffer holds", span)
+            parts = [f"{need} {buf} elements, {need - depth} more than the {depth} the {buf} buffer holds"
+                     for buf, need, depth in closest[1]]
+            raise CompileError("no tiling fits the on-chip buffers: the closest choice needs " + "; and ".join(parts),
+                               span)
         raise CompileError("no tiling fits the on-chip buffers", span)
     return best
 
 
-def _space(pr: Problem, fixed: dict, gemm: bool, orders: list[str], threads: int):
+def _space(pr: Problem, fixed: dict, gemm: bool, orders: list[str], threads: int, two_tiles: bool):
     """Candidate tilings (before checking capacity)."""
     spatial = [(th, pr.ow) for th in _candidates(pr.oh, fixed.get("h"))]
-    if fixed.get("w") is not None or pr.ow > 1:
+    if fixed.get("h") in (None, 1) and (fixed.get("w") is not None or pr.ow > 1):
         spatial += [(1, tw) for tw in _candidates(pr.ow, fixed.get("w")) if tw < pr.ow]
     if fixed.get("w") is not None:
         spatial = [(th, tw) for th, tw in spatial if tw == fixed["w"]]
     for tn in _candidates(pr.n_t, fixed.get("n")):
         for toc in _candidates(pr.oc_t, fixed.get("c")):
             for th, tw in spatial:
-                if threads == 2 and tn >= pr.n_t and toc >= pr.oc_t and th >= pr.oh and tw >= pr.ow and \
+                if two_tiles and tn >= pr.n_t and toc >= pr.oc_t and th >= pr.oh and tw >= pr.ow and \
                         pr.n_t * pr.oc_t * pr.oh * pr.ow > 1:
                     continue  # double buffering needs at least two tiles
                 for od in orders:
@@ -234,15 +236,16 @@ def _space(pr: Problem, fixed: dict, gemm: bool, orders: list[str], threads: int
 
 
 def _overflow(t: Tiling, pr: Problem, needs: Needs, cfg: VTAConfig, gemm: bool, pool: bool, closest):
-    """Track the smallest overflow among rejected candidates, for the error message."""
-    big = Tiling(t.tn, t.toc, t.th, t.tw, t.tic, t.order, t.resident, t.threads)
+    """Keep the rejected candidate that overflows the least, with what each buffer lacks (for the error)."""
     roomy = VTAConfig(**{**cfg.__dict__, "log_inp_buff_size": 40, "log_wgt_buff_size": 40,
                          "log_acc_buff_size": 40})
-    got = _evaluate(big, pr, needs, roomy, gemm, pool, 0)
+    got = _evaluate(t, pr, needs, roomy, gemm, pool, 0)
     if got is None:
         return closest
-    for buf, depth in (("acc", cfg.acc_depth), ("inp", cfg.inp_depth), ("wgt", cfg.wgt_depth)):
-        over = got.occupancy[buf] - depth
-        if over > 0 and (closest is None or over < closest[0]):
-            closest = (over, buf, depth)
+    over = [(buf, got.occupancy[buf], depth)
+            for buf, depth in (("acc", cfg.acc_depth), ("inp", cfg.inp_depth), ("wgt", cfg.wgt_depth))
+            if got.occupancy[buf] > depth]
+    score = sum((need - depth) / depth for _, need, depth in over)
+    if over and (closest is None or score < closest[0]):
+        return (score, over)
     return closest

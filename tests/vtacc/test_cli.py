@@ -1,0 +1,89 @@
+"""The installed `vtacc` script: outputs of every stage, and errors with file:line:col."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ..vtasm.paths import REPO
+
+EXAMPLES = REPO / "examples"
+
+
+def tool(name: str, *args, cwd: Path) -> subprocess.CompletedProcess:
+    exe = shutil.which(name, path=str(Path(sys.executable).parent))
+    cmd = [exe] if exe else [sys.executable, "-m", f"{name}.cli"]
+    return subprocess.run([*cmd, *map(str, args)], cwd=cwd, capture_output=True, text=True, timeout=120)
+
+
+def test_assembly_output_assembles_to_the_same_program(tmp_path):
+    r = tool("vtacc", EXAMPLES / "blocked_matmul.vk", "-o", tmp_path / "fc.vasm", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    text = (tmp_path / "fc.vasm").read_text()
+    assert "; --- fc: y tile" in text and "from blocked_matmul.vk:12:" in text and '.loc "blocked_matmul.vk" 12' in text
+    assert tool("vtasm", "assemble", tmp_path / "fc.vasm", "-o", tmp_path / "a.vbin", cwd=tmp_path).returncode == 0
+    assert tool("vtacc", EXAMPLES / "blocked_matmul.vk", "-o", tmp_path / "b.vbin", cwd=tmp_path).returncode == 0
+    assert (tmp_path / "a.vbin").read_bytes() == (tmp_path / "b.vbin").read_bytes()
+
+
+def test_compiled_program_runs_race_free_and_correct(tmp_path):
+    assert tool("vtacc", EXAMPLES / "vadd.vk", "-o", tmp_path / "v.vbin", cwd=tmp_path).returncode == 0
+    rng = np.random.default_rng(0)
+    a = rng.integers(-(2**31), 2**31, (1, 1024), dtype=np.int64).astype(np.int32)
+    b = rng.integers(-(2**31), 2**31, (1, 1024), dtype=np.int64).astype(np.int32)
+    np.save(tmp_path / "a.npy", a)
+    np.save(tmp_path / "b.npy", b)
+    r = tool("vtasim", "run", tmp_path / "v.vbin", "--input", f"a={tmp_path / 'a.npy'}", "--input",
+             f"b={tmp_path / 'b.npy'}", "--output", f"c={tmp_path / 'c.npy'}", "--check-races", "--lint", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "0 race(s) found" in r.stderr and "lint" not in r.stderr
+    expected = (a.astype(np.int64) + b).astype(np.int32).astype(np.int8)
+    np.testing.assert_array_equal(np.load(tmp_path / "c.npy"), expected)
+
+
+@pytest.mark.parametrize("emit,marker", [("checked", "matmul(x, w)"), ("schedule", "gemm"),
+                                         ("dump", "INSTRUCTION 0:"), ("asm", ".text")])
+def test_emit_stages(tmp_path, emit, marker):
+    r = tool("vtacc", EXAMPLES / "matmul.vk", "--emit", emit, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert marker in r.stdout
+
+
+def test_explain_reports_tiling_and_traffic(tmp_path):
+    r = tool("vtacc", EXAMPLES / "blocked_matmul.vk", "--explain", "-o", tmp_path / "x.vbin", cwd=tmp_path)
+    assert r.returncode == 0
+    assert "tiling:" in r.stdout and "compulsory minimum: 1,050,624" in r.stdout and "wgt 1,048,576" in r.stdout
+
+
+BAD = {
+    "sub": ("kernel k(a: int32[1, 64], b: int32[1, 64]) -> y: int8[1, 64] {\n    y = a - b\n}\n",
+            "2:9", "cannot subtract tensors"),
+    "mul": ("kernel k(a: int32[1, 64]) -> y: int8[1, 64] {\n    y = a * 3\n}\n", "2:9", "needs MUL"),
+    "out32": ("kernel k(a: int32[1, 64]) -> y: int32[1, 64] {\n    y = a + 1\n}\n", "1:30", "8-bit values"),
+    "fit": ("kernel c(x: int8[1, 256, 14, 14], w: int8[256, 256, 3, 3]) -> y: int8[1, 256, 14, 14] {\n"
+            "    y = conv2d(x, w, pad=1) >> 8\n    schedule { tile_h = 14; tile_oc = 256; threads = 2 }\n}\n",
+            "3:5", "6272 acc elements, 4224 more than the 2048 the acc buffer holds"),
+    "syntax": ("kernel k(a: int32[1, 64]) -> y: int8[1, 64] {\n    y = a +\n}\n", "2:12", "expected an expression"),
+    "name": ("kernel k(a: int32[1, 64]) -> y: int8[1, 64] {\n    y = aa + 1\n}\n", "2:9", "did you mean 'a'"),
+}
+
+
+@pytest.mark.parametrize("case", list(BAD))
+def test_errors_are_located_with_a_caret_and_write_nothing(tmp_path, case):
+    source, where, words = BAD[case]
+    (tmp_path / "k.vk").write_text(source)
+    r = tool("vtacc", tmp_path / "k.vk", "-o", tmp_path / "k.vasm", cwd=tmp_path)
+    assert r.returncode == 1
+    assert f"k.vk:{where}:" in r.stderr.splitlines()[0] and words in r.stderr
+    assert "^" in r.stderr and "Traceback" not in r.stderr
+    assert not (tmp_path / "k.vasm").exists()
+
+
+def test_usage_error(tmp_path):
+    assert tool("vtacc", cwd=tmp_path).returncode == 2
+    assert tool("vtacc", EXAMPLES / "vadd.vk", "--emit", "nonsense", cwd=tmp_path).returncode == 2
