@@ -15,12 +15,23 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 demo: $(STAMP)
 	@mkdir -p out
+	@echo "== 1. ResNet-18 layer C8 with the conv_opt schedule: kernel -> assembly -> binary -> run =="
+	$(BIN)/vtacc examples/resnet_c8.vk --explain -o out/resnet_c8.vasm
+	$(BIN)/vtasm assemble out/resnet_c8.vasm -o out/resnet_c8.vbin
+	@$(BIN)/python examples/demo_data.py inputs c8 out
+	$(BIN)/vtasim run out/resnet_c8.vbin --input x=out/x.npy --input w=out/w.npy --input b=out/b.npy \
+		--output y=out/y.npy --profile --check-races --trace-file out/resnet_c8.trace
+	@$(BIN)/python examples/demo_data.py check c8 out
+	@echo "-- first instructions of the trace (all of them: out/resnet_c8.trace, assembly: out/resnet_c8.vasm)"
+	@head -n 27 out/resnet_c8.trace
+	@echo
+	@echo "== 2. The hand-written vector addition examples/vadd.vasm =="
 	$(BIN)/vtasm assemble examples/vadd.vasm -o out/vadd.vbin
-	$(BIN)/vtasm dump out/vadd.vbin --uops
-	$(BIN)/python examples/vadd_data.py inputs out
-	$(BIN)/vtasim run out/vadd.vbin --input A=out/a.npy --input B=out/b.npy --output C=out/c.npy \
-		--trace --profile --check-races --lint
-	$(BIN)/python examples/vadd_data.py check out
+	@$(BIN)/python examples/demo_data.py inputs vadd out
+	$(BIN)/vtasim run out/vadd.vbin --input A=out/A.npy --input B=out/B.npy --output C=out/C.npy \
+		--check-races --lint --trace-file out/vadd.trace
+	@$(BIN)/python examples/demo_data.py check vadd out
+	@echo "-- its trace: out/vadd.trace; its runtime-style listing: vtasm dump out/vadd.vbin --uops"
 
 test: $(STAMP)
 	$(BIN)/ruff check vtasm vtasim vtacc tests benchmarks examples

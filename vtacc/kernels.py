@@ -88,7 +88,7 @@ def build_kernel(dims: list[Dim], base: tuple[int, int, int], max_uops: int | No
     )
 
 
-def contiguous(count: int, dst: int, src: int = 0, wgt: int = 0, src_step: int = 1, wgt_step: int = 0) -> Kernel:
+def contiguous(count: int, dst: int, src: int = 0, wgt: int = 0, src_step: int = 0, wgt_step: int = 0) -> Kernel:
     """A kernel over ``count`` consecutive accumulator elements (one micro-op, loops do the rest)."""
     if count <= MAX_ITER:
         return Kernel(((dst, src, wgt),), 1, count, (0, 1), (0, src_step), (0, wgt_step))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -41,6 +42,7 @@ def main() -> None:
 @click.option("--trace", is_flag=True, help="Print each instruction as it executes (runtime format).")
 @click.option("--trace-format", type=click.Choice(["text", "jsonl"]), default=None,
               help="Trace format: the runtime's text blocks (default) or JSON lines; implies --trace.")
+@click.option("--trace-file", type=click.Path(dir_okay=False), help="Write the trace to this file instead of stdout.")
 @click.option("--trace-uops", is_flag=True, help="With --trace, list the micro-ops GEMM/ALU instructions ran.")
 @click.option("--check-races", is_flag=True, help="Report accesses by different stages that no token orders.")
 @click.option("--lint", is_flag=True, help="Warn about behaviour that differs on real VTA hardware.")
@@ -48,7 +50,7 @@ def main() -> None:
 @reports_errors
 def run(program: str, config_path: str | None, inputs: tuple[str, ...], outputs: tuple[str, ...],
         dram_dumps: tuple[str, ...], out_dir: str | None, max_ops: int, profile: bool, trace: bool,
-        trace_format: str | None, trace_uops: bool, check_races: bool, lint: bool) -> None:
+        trace_format: str | None, trace_file: str | None, trace_uops: bool, check_races: bool, lint: bool) -> None:
     """Run PROGRAM (a .vbin file or a raw directory) to its FINISH."""
     prog = open_program(program, config_path)
     opts = RunOptions(
@@ -57,12 +59,15 @@ def run(program: str, config_path: str | None, inputs: tuple[str, ...], outputs:
         dram_dumps=[parse_dram_range(t) for t in dram_dumps],
         out_dir=Path(out_dir) if out_dir else default_out_dir(program),
         max_ops=max_ops,
-        trace=(trace_format or "text") if (trace or trace_uops or trace_format) else None,
+        trace=(trace_format or "text") if (trace or trace_uops or trace_format or trace_file) else None,
         trace_uops=trace_uops,
         check_races=check_races,
         lint=lint,
     )
-    report = simulate(prog, opts)
+    if trace_file:
+        report = _simulate_to_file(prog, opts, Path(trace_file))
+    else:
+        report = simulate(prog, opts)
     if profile:
         click.echo(json.dumps(report.result.profile(), indent=1, separators=(",", ":")))
     for line in report.warnings:
@@ -73,6 +78,21 @@ def run(program: str, config_path: str | None, inputs: tuple[str, ...], outputs:
         click.echo(f"{len(report.races)} race(s) found", err=True)
         if report.races:
             sys.exit(EXIT_RACES)
+
+
+def _simulate_to_file(prog, opts: RunOptions, path: Path):
+    """Run with the trace going to a file (kept, whole, even when the run faults: it shows what ran)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        with open(tmp, "w") as out:
+            try:
+                return simulate(prog, opts, trace_out=out)
+            finally:
+                out.flush()
+                os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
 
 
 if __name__ == "__main__":  # pragma: no cover
