@@ -75,10 +75,11 @@ def explain(compiled: Compiled) -> str:
     lines.append(f"  micro-op executions: GEMM {gemm:,} ({gemm * cfg.batch * cfg.block_in * cfg.block_out:,} "
                  f"MACs), ALU {alu:,}")
     moved = traffic(compiled)
+    uop_bytes = moved.pop("uop", 0)
     total = sum(moved.values())
     minimum = compulsory_bytes(compiled)
     parts = ", ".join(f"{name} {n:,}" for name, n in sorted(moved.items()))
-    lines.append(f"  DRAM bytes moved: {total:,} ({parts})")
+    lines.append(f"  DRAM bytes moved: {total:,} ({parts}), plus {uop_bytes:,} bytes of micro-ops")
     lines.append(f"  compulsory minimum: {minimum:,} (every input, weight and output byte once); "
                  f"ratio {total / minimum:.2f}x")
     return "\n".join(lines) + "\n"

@@ -1,0 +1,67 @@
+"""Per-layer figures for ResNet-18 C2-C11 (the table in docs/performance.md).
+
+For each layer: compile (timed), count instructions and micro-ops, read the
+DRAM traffic off the program (as the reference profiler counts it) against
+the compulsory minimum, and the buffer occupancy; then run it on the simulator
+with random data (timed) and check the result against numpy.
+
+    python benchmarks/resnet_report.py [--config FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.vtacc.harness import conv_ref, run  # noqa: E402
+from tests.vtacc.test_cnn import RESNET, layer_source  # noqa: E402
+from vtacc.explain import traffic  # noqa: E402
+from vtasm.config import default_config, load_config  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--config", help="vta_config.json (default: the built-in 1x16x16)")
+    args = parser.parse_args()
+    cfg = load_config(args.config) if args.config else default_config()
+    print(f"configuration {cfg.describe()}\n")
+    print("| layer | tiling | instructions | micro-ops | GEMM executions | DRAM bytes moved | compulsory minimum "
+          "| ratio | inp / wgt / acc occupancy | compile | simulate |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for name in RESNET:
+        src, (h, ic, oc, k, pad, stride) = layer_source(name)
+        rng = np.random.default_rng(0)
+        x, w = rng.integers(-128, 128, (1, ic, h, h), dtype=np.int8), rng.integers(-128, 128, (oc, ic, k, k),
+                                                                                    dtype=np.int8)
+        b = rng.integers(-3000, 3000, oc).astype(np.int32)
+        t0 = time.perf_counter()
+        result = run(src, {"x": x, "w": w, "b": b}, cfg, check_races=False)
+        total = time.perf_counter() - t0
+        compiled = result.compiled
+        t1 = time.perf_counter()
+        from vtacc.check import check_source
+        from vtacc.program_builder import compile_file
+        compile_file(check_source(src, "layer.vk"), cfg)
+        compile_s = time.perf_counter() - t1
+        expected = np.clip((conv_ref(x, w, stride, pad) >> 8) + b[None, :, None, None], 0, 127).astype(np.int8)
+        ok = bool((result.outputs["y"] == expected).all())
+        moved = traffic(compiled)
+        data = sum(v for key, v in moved.items() if key != "uop")
+        minimum = sum(t.nbytes for t in compiled.tensors if not t.name.startswith("__"))
+        occ = compiled.planned[0].tiling.occupancy
+        prog = compiled.program
+        gemm = result.counters["gemm_counter"]
+        print(f"| {name}{'' if ok else ' (WRONG)'} | {compiled.planned[0].tiling.describe(cfg)} | "
+              f"{len(prog.instructions)} | {len(prog.uops)} | {gemm:,} | {data:,} | {minimum:,} | "
+              f"{data / minimum:.2f}x | {occ['inp']} / {occ['wgt']} / {occ['acc']} of {cfg.inp_depth} / "
+              f"{cfg.wgt_depth} / {cfg.acc_depth} | {compile_s:.2f} s | {total - compile_s:.2f} s |")
+
+
+if __name__ == "__main__":
+    main()
