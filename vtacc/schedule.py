@@ -9,18 +9,18 @@ computing on and the token pass lets them overlap.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 from vtasm.config import VTAConfig
 
-from .dma import box_dmas, padded_plane_dma
+from .convolution import gemm_chunks, input_loads, weight_dma
+from .dma import box_dmas
 from .epilogue import Evaluator, Needs, Target
 from .kernels import Dim, build_kernel, contiguous
 from .layouts import DramTensor
 from .operators import GemmProducer, Operator, PoolProducer
 from .pooling import pool_steps
-from .steps import ACC, INP, WGT, Alu, Gemm, Group, Load, Store
+from .steps import ACC, INP, WGT, Alu, Dma, Gemm, Group, Load, Store
 from .tiling import Problem, Tiling, problem_of
 
 IDENTITY, NEG_IDENTITY = "__identity", "__neg_identity"
@@ -54,6 +54,12 @@ class Tile:
     nw: int
     group: int
     thread: int
+    c_base: int = 0  # first channel block of the tile's group (group * blocks per group)
+
+    @property
+    def channel(self) -> int:
+        """The tile's first channel block in the whole tensor."""
+        return self.c_base + self.c0
 
     @property
     def elems(self) -> int:
@@ -110,8 +116,7 @@ class TileTarget(Target):
 
     def _box(self, tensor: DramTensor) -> tuple[tuple, tuple]:
         t = self.tile
-        c0 = t.group * problem_channels(self.op, self.cfg) + t.c0
-        return (t.n0, c0, t.h0, t.w0), (t.nn, t.nc, t.nh, t.nw)
+        return (t.n0, t.channel, t.h0, t.w0), (t.nn, t.nc, t.nh, t.nw)
 
     def load_full(self, tensor: DramTensor, slot: int) -> None:
         start, extent = self._box(tensor)
@@ -150,8 +155,7 @@ class TileTarget(Target):
         t = self.tile
         if tensor.name not in self.loaded_bias:
             at = self.slots.bias[t.thread] + len(self.loaded_bias) * t.nc
-            c0 = t.group * problem_channels(self.op, self.cfg) + t.c0
-            self.group.steps.append(Load(ACC, tensor.name, box_dmas((1, tensor.c_tiles, 1, 1), (0, c0, 0, 0),
+            self.group.steps.append(Load(ACC, tensor.name, box_dmas((1, tensor.c_tiles, 1, 1), (0, t.channel, 0, 0),
                                                                     (1, t.nc, 1, 1), at)[0]))
             self.loaded_bias[tensor.name] = at
         pix = t.nh * t.nw
@@ -164,11 +168,6 @@ class TileTarget(Target):
         e = self.tile.elems
         self.group.steps.append(Gemm(contiguous(e, self.base(dst)), reset=True))
         self.group.steps.append(Alu(contiguous(e, self.base(dst), self.base(src), src_step=1), "add"))
-
-
-def problem_channels(op: Operator, cfg: VTAConfig) -> int:
-    """Output-channel tiles per group (offset of group g is g times this)."""
-    return problem_of(op, cfg).oc_t
 
 
 def _tiles(t: Tiling, pr: Problem, order: str):
@@ -195,9 +194,9 @@ def schedule_operator(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig) -> 
     groups: list[Group] = []
     setup = Group(f"{op.out.name}: constants", op.span)
     if needs.identity:
-        setup.steps.append(Load(WGT, IDENTITY, _single(slots.identity)))
+        setup.steps.append(Load(WGT, IDENTITY, Dma(0, 1, 1, 1, slots.identity)))
     if needs.neg_identity:
-        setup.steps.append(Load(WGT, NEG_IDENTITY, _single(slots.neg_identity)))
+        setup.steps.append(Load(WGT, NEG_IDENTITY, Dma(0, 1, 1, 1, slots.neg_identity)))
     if setup.steps:
         groups.append(setup)
     gemm = op.producer if isinstance(op.producer, GemmProducer) else None
@@ -208,7 +207,7 @@ def schedule_operator(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig) -> 
     icount = 0
     for g, c0, n0, h0, w0 in _tiles(t, pr, t.order):
         tile = Tile(n0, min(t.tn, pr.n_t - n0), c0, min(t.toc, pr.oc_t - c0), h0, min(t.th, pr.oh - h0),
-                    w0, min(t.tw, pr.ow - w0), g, counter % t.threads)
+                    w0, min(t.tw, pr.ow - w0), g, counter % t.threads, g * pr.oc_t)
         counter += 1
         group = Group(_title(op, tile, cfg), op.span)
         if gemm is not None:
@@ -218,7 +217,7 @@ def schedule_operator(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig) -> 
                     wslot = slots.wgt[wcount % t.threads]
                     wcount += 1
                     last_weights = key
-                    group.steps += _weight_loads(gemm, pr, g, c0, tile.nc, 0, pr.ic_t, wslot)
+                    group.steps.append(Load(WGT, gemm.w.name, weight_dma(gemm, pr, g, c0, tile.nc, 0, pr.ic_t, wslot)))
                 wbase = slots.wgt[(wcount - 1) % t.threads]
             else:
                 wbase = slots.wgt[tile.thread]
@@ -228,15 +227,15 @@ def schedule_operator(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig) -> 
                     ibase = slots.inp[icount % t.threads]
                     icount += 1
                     last_inputs = key
-                    group.steps += _input_loads(gemm, pr, tile, 0, pr.ic_t, ibase)
+                    group.steps += input_loads(gemm, pr, tile, 0, pr.ic_t, ibase)
                 ibase = slots.inp[(icount - 1) % t.threads]
-                group.steps.append(Load(WGT, gemm.w.name, _weight_dma(gemm, pr, g, c0, tile.nc, 0, pr.ic_t, wbase)))
-                _gemm_chunks(group, gemm, pr, tile, slots, ibase, wbase, [(0, pr.ic_t)], pr.ic_t,
-                             load_inputs=False, load_weights=False)
+                group.steps.append(Load(WGT, gemm.w.name, weight_dma(gemm, pr, g, c0, tile.nc, 0, pr.ic_t, wbase)))
+                gemm_chunks(group, gemm, pr, tile, slots.acc[tile.thread], ibase, wbase, [(0, pr.ic_t)], pr.ic_t,
+                            load_inputs=False, load_weights=False)
             else:
                 chunks = [(c, min(t.tic, pr.ic_t - c)) for c in range(0, pr.ic_t, t.tic)]
-                _gemm_chunks(group, gemm, pr, tile, slots, slots.inp[tile.thread], wbase, chunks,
-                             pr.ic_t if t.resident else t.tic, load_inputs=True, load_weights=not t.resident)
+                gemm_chunks(group, gemm, pr, tile, slots.acc[tile.thread], slots.inp[tile.thread], wbase, chunks,
+                            pr.ic_t if t.resident else t.tic, load_inputs=True, load_weights=not t.resident)
         elif isinstance(op.producer, PoolProducer):
             group.steps += pool_steps(op.producer, pr, tile, slots, cfg)
         target = TileTarget(op, tile, slots, needs, group, cfg)
@@ -248,17 +247,11 @@ def schedule_operator(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig) -> 
         target.ready_to_store(result)
         out = op.out
         dims = (out.n_tiles, out.c_tiles, out.dims[2], out.dims[3])
-        start = (tile.n0, g * pr.oc_t + tile.c0, tile.h0, tile.w0)
+        start = (tile.n0, tile.channel, tile.h0, tile.w0)
         for dma in box_dmas(dims, start, (tile.nn, tile.nc, tile.nh, tile.nw), target.base(result)):
             group.steps.append(Store(out.name, dma))
         groups.append(group)
     return groups
-
-
-def _single(sram: int):
-    from .steps import Dma
-
-    return Dma(0, 1, 1, 1, sram)
 
 
 def _title(op: Operator, tile: Tile, cfg: VTAConfig) -> str:
@@ -266,83 +259,10 @@ def _title(op: Operator, tile: Tile, cfg: VTAConfig) -> str:
     parts = []
     if tile.nn * b > 1 or tile.n0:
         parts.append(f"n {tile.n0 * b}..{(tile.n0 + tile.nn) * b - 1}")
-    c_lo = (tile.group * problem_channels(op, cfg) + tile.c0) * bo
+    c_lo = tile.channel * bo
     parts.append(f"channels {c_lo}..{c_lo + tile.nc * bo - 1}")
     if op.out_dims[2] > 1:
         parts.append(f"rows {tile.h0}..{tile.h0 + tile.nh - 1}")
     if op.out_dims[3] > 1 and tile.nw < op.out_dims[3]:
         parts.append(f"cols {tile.w0}..{tile.w0 + tile.nw - 1}")
     return f"{op.kernel}: {op.out.name} tile {', '.join(parts)} (thread {tile.thread})"
-
-
-def _weight_dma(gemm: GemmProducer, pr: Problem, g: int, c0: int, nc: int, ic0: int, nic: int, sram: int):
-    kk = pr.kh * pr.kw
-    oc = g * pr.oc_t + c0
-    return box_dmas((gemm.w.n_tiles, pr.ic_t, 1, kk), (oc, ic0, 0, 0), (nc, nic, 1, kk), sram)[0]
-
-
-def _weight_loads(gemm: GemmProducer, pr: Problem, g: int, c0: int, nc: int, ic0: int, nic: int, sram: int):
-    return [Load(WGT, gemm.w.name, _weight_dma(gemm, pr, g, c0, nc, ic0, nic, sram))]
-
-
-def _input_loads(gemm: GemmProducer, pr: Problem, tile: Tile, ic0: int, nic: int, sram: int) -> list:
-    x = gemm.x
-    dims = (x.n_tiles, x.c_tiles, x.dims[2], x.dims[3])
-    s = pr.stride
-    rows = (tile.nh - 1) * s + pr.kh
-    cols = (tile.nw - 1) * s + pr.kw
-    row0, col0 = tile.h0 * s - pr.pad, tile.w0 * s - pr.pad
-    c_base = tile.group * pr.ic_t + ic0
-    inside = row0 >= 0 and col0 >= 0 and row0 + rows <= dims[2] and col0 + cols <= dims[3]
-    if inside:
-        return [Load(INP, x.name, d) for d in box_dmas(dims, (tile.n0, c_base, row0, col0),
-                                                      (tile.nn, nic, rows, cols), sram)]
-    loads = []
-    plane = rows * cols
-    for n in range(tile.nn):
-        for c in range(nic):
-            at = sram + (n * nic + c) * plane
-            loads.append(Load(INP, x.name, padded_plane_dma(dims, tile.n0 + n, c_base + c, row0, rows, col0, cols,
-                                                             at)))
-    return loads
-
-
-def _gemm_chunks(group: Group, gemm: GemmProducer, pr: Problem, tile: Tile, slots: Slots, ibase: int,
-                 wbase: int, chunks: list[tuple[int, int]], w_ic: int, load_inputs: bool, load_weights: bool) -> None:
-    """Reset, then per input-channel chunk: input and weight loads when streamed, and the GEMM.
-
-    ``w_ic`` is the number of input-channel tiles per output channel in the weight slot.
-    """
-    s = pr.stride
-    th_in = (tile.nh - 1) * s + pr.kh
-    tw_in = (tile.nw - 1) * s + pr.kw
-    plane = th_in * tw_in
-    kk = pr.kh * pr.kw
-    acc = slots.acc[tile.thread]
-    group.steps.append(Gemm(contiguous(tile.elems, acc), reset=True))
-    for ic0, nic in chunks:
-        if load_inputs:
-            group.steps += _input_loads(gemm, pr, tile, ic0, nic, ibase)
-        w_off = 0
-        w_per_oc = nic if load_weights else w_ic
-        if load_weights:
-            group.steps.append(Load(WGT, gemm.w.name, _weight_dma(gemm, pr, tile.group, tile.c0, tile.nc, ic0, nic,
-                                                                  wbase)))
-        else:
-            w_off = ic0 * kk
-        pix = tile.nh * tile.nw
-        dims = [
-            Dim("n", tile.nn, tile.nc * pix, nic * plane, 0),
-            Dim("oc", tile.nc, pix, 0, w_per_oc * kk),
-            Dim("ic", nic, 0, plane, kk),
-            Dim("kh", pr.kh, 0, tw_in, pr.kw),
-            Dim("kw", pr.kw, 0, 1, 1),
-            Dim("oh", tile.nh, tile.nw, s * tw_in, 0),
-            Dim("ow", tile.nw, 1, s, 0),
-        ]
-        group.steps.append(Gemm(build_kernel(dims, (acc, ibase, wbase + w_off))))
-
-
-def tiles_count(t: Tiling, pr: Problem) -> int:
-    return pr.groups * math.ceil(pr.oc_t / t.toc) * math.ceil(pr.n_t / t.tn) * math.ceil(pr.oh / t.th) * \
-        math.ceil(pr.ow / t.tw)

@@ -1,0 +1,82 @@
+"""The convolution producer on the GEMM core: input and weight loads, reset and GEMM steps.
+
+A matrix product is a 1x1 convolution of a 1x1 image, so this serves both.
+Input tiles are loaded with their halo; where the window crosses the image
+border the DMA's padding fields supply the zeros, one channel plane per load.
+The GEMM iteration space of a tile (batch, output block, input block, kernel
+row and column, output row and column) is folded into a micro-op kernel by
+kernels.build_kernel.
+"""
+
+from __future__ import annotations
+
+from .dma import box_dmas, padded_plane_dma
+from .kernels import Dim, build_kernel, contiguous
+from .operators import GemmProducer
+from .steps import INP, WGT, Gemm, Group, Load
+from .tiling import Problem
+
+
+def weight_dma(gemm: GemmProducer, pr: Problem, g: int, c0: int, nc: int, ic0: int, nic: int, sram: int):
+    """One DMA for the weights of ``nc`` output blocks x ``nic`` input blocks, all kernel taps, of group g."""
+    kk = pr.kh * pr.kw
+    oc = g * pr.oc_t + c0
+    return box_dmas((gemm.w.n_tiles, pr.ic_t, 1, kk), (oc, ic0, 0, 0), (nc, nic, 1, kk), sram)[0]
+
+
+def input_loads(gemm: GemmProducer, pr: Problem, tile, ic0: int, nic: int, sram: int) -> list[Load]:
+    """Loads of a tile's input window (with halo) for ``nic`` input blocks, packed [n][c][row][col]."""
+    x = gemm.x
+    dims = (x.n_tiles, x.c_tiles, x.dims[2], x.dims[3])
+    s = pr.stride
+    rows = (tile.nh - 1) * s + pr.kh
+    cols = (tile.nw - 1) * s + pr.kw
+    row0, col0 = tile.h0 * s - pr.pad, tile.w0 * s - pr.pad
+    c_base = tile.group * pr.ic_t + ic0  # input channels of the tile's group
+    inside = row0 >= 0 and col0 >= 0 and row0 + rows <= dims[2] and col0 + cols <= dims[3]
+    if inside:
+        return [Load(INP, x.name, d) for d in box_dmas(dims, (tile.n0, c_base, row0, col0),
+                                                      (tile.nn, nic, rows, cols), sram)]
+    loads = []
+    plane = rows * cols
+    for n in range(tile.nn):
+        for c in range(nic):
+            at = sram + (n * nic + c) * plane
+            loads.append(Load(INP, x.name, padded_plane_dma(dims, tile.n0 + n, c_base + c, row0, rows, col0, cols,
+                                                             at)))
+    return loads
+
+
+def gemm_chunks(group: Group, gemm: GemmProducer, pr: Problem, tile, acc: int, ibase: int,
+                wbase: int, chunks: list[tuple[int, int]], w_ic: int, load_inputs: bool, load_weights: bool) -> None:
+    """Reset, then per input-channel chunk: input and weight loads when streamed, and the GEMM.
+
+    ``w_ic`` is the number of input-channel tiles per output channel in the weight slot.
+    """
+    s = pr.stride
+    th_in = (tile.nh - 1) * s + pr.kh
+    tw_in = (tile.nw - 1) * s + pr.kw
+    plane = th_in * tw_in
+    kk = pr.kh * pr.kw
+    group.steps.append(Gemm(contiguous(tile.elems, acc), reset=True))
+    for ic0, nic in chunks:
+        if load_inputs:
+            group.steps += input_loads(gemm, pr, tile, ic0, nic, ibase)
+        w_off = 0
+        w_per_oc = nic if load_weights else w_ic
+        if load_weights:
+            group.steps.append(Load(WGT, gemm.w.name, weight_dma(gemm, pr, tile.group, tile.c0, tile.nc, ic0, nic,
+                                                                  wbase)))
+        else:
+            w_off = ic0 * kk
+        pix = tile.nh * tile.nw
+        dims = [
+            Dim("n", tile.nn, tile.nc * pix, nic * plane, 0),
+            Dim("oc", tile.nc, pix, 0, w_per_oc * kk),
+            Dim("ic", nic, 0, plane, kk),
+            Dim("kh", pr.kh, 0, tw_in, pr.kw),
+            Dim("kw", pr.kw, 0, 1, 1),
+            Dim("oh", tile.nh, tile.nw, s * tw_in, 0),
+            Dim("ow", tile.nw, 1, s, 0),
+        ]
+        group.steps.append(Gemm(build_kernel(dims, (acc, ibase, wbase + w_off))))
