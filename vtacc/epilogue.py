@@ -37,6 +37,7 @@ class Target:
     def alu_tensor(self, slot: int, op: str, src_slot: int) -> None: ...
     def alu_bias(self, slot: int, op: str, tensor: DramTensor) -> None: ...
     def copy(self, dst: int, src: int) -> None: ...
+    def zero(self, slot: int) -> None: ...
 
 
 @dataclass
@@ -90,6 +91,9 @@ class CountingTarget(Target):
         pass
 
     def copy(self, dst, src) -> None:
+        pass
+
+    def zero(self, slot) -> None:
         pass
 
 
@@ -154,8 +158,9 @@ class Evaluator:
                 self.t.gemm_int8(tensor, slot, negate=False, accumulate=False)
             elif tensor.kind == ACC:
                 self.t.load_full(tensor, slot)
-            else:
-                raise CompileError(f"per-channel vector {tensor.name} needs a tensor to apply to", node.span)
+            else:  # a per-channel vector on its own: broadcast it into a zeroed tile
+                self.t.zero(slot)
+                self.t.alu_bias(slot, "add", tensor)
             return slot
         if isinstance(node, ck.Cast):
             slot = self._owned(node.x)
@@ -173,6 +178,8 @@ class Evaluator:
         a, b, op = node.a, node.b, node.op
         if isinstance(a, ck.Const) and op in ("add", "min", "max", "mul"):
             a, b = b, a
+        elif self._is_bias(a) and not isinstance(b, ck.Const) and op in ("add", "min", "max"):
+            a, b = b, a  # the vector as the broadcast source operand
         if isinstance(a, ck.Const):
             raise CompileError(f"'{_SYMBOL.get(op, op)}' with a constant on the left has no VTA instruction; "
                                "rewrite it with the tensor first", node.span)
@@ -204,6 +211,10 @@ class Evaluator:
             self.t.alu_tensor(slot, op, other)
             self.t.free(other)
         return slot
+
+    def _is_bias(self, node: ck.Node) -> bool:
+        tensor = self.operands.get(id(node)) if isinstance(node, ck.TensorRef) else None
+        return tensor is not None and tensor.kind == BIAS
 
     def _const_op(self, slot: int, op: str, value: int, node: ck.Node) -> None:
         if op == "sub":

@@ -9,9 +9,8 @@ BLOCK x BLOCK. Dimensions that are not multiples are zero padded. The tensor
 table of the program records the logical shape and tiles, so `vtasim --input`
 and `--output` work on logical arrays.
 
-Per-channel vectors added to accumulators (biases) are stored as one
-accumulator element per channel block, with the BLOCK values repeated for each
-of the BATCH rows.
+Vectors [C] (per-channel biases, or rank-1 tensors) are stored as one element
+per channel block, with the BLOCK values repeated for each of the BATCH rows.
 """
 
 from __future__ import annotations
@@ -73,11 +72,11 @@ class DramTensor:
         """The tensor-table entry that packs and unpacks the logical array."""
         cfg = self.cfg
         rank = len(self.logical)
-        if self.kind == BIAS:
+        if rank == 1 and self.kind != WGT:
+            # one element per channel block; its BATCH rows hold copies (rows past the first are padding
+            # for activations, and the same bias for every row for per-channel vectors)
             return TensorInfo(self.name, self.dtype, self.logical, (cfg.block_out,), repeat=cfg.batch)
         first = cfg.block_out if self.kind == WGT else cfg.batch
-        if rank == 1:
-            return TensorInfo(self.name, self.dtype, self.logical, (cfg.block_in,))
         return TensorInfo(self.name, self.dtype, self.logical, (first, cfg.block_in) + (1,) * (rank - 2))
 
 

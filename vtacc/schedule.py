@@ -164,6 +164,10 @@ class TileTarget(Target):
         self.group.steps.append(Alu(kernel, op))
         self.loaded.discard(slot)
 
+    def zero(self, slot: int) -> None:
+        self.group.steps.append(Gemm(contiguous(self.tile.elems, self.base(slot)), reset=True))
+        self.loaded.discard(slot)
+
     def copy(self, dst: int, src: int) -> None:
         e = self.tile.elems
         self.group.steps.append(Gemm(contiguous(e, self.base(dst)), reset=True))

@@ -140,3 +140,23 @@ def test_programs_end_with_finish_and_are_lint_clean(rng):
     linter = Linter(machine)
     machine.run()
     assert [w.describe(program) for w in linter.report()] == []
+
+
+def test_a_local_used_twice_is_computed_once_and_copied(rng):
+    a, b = rand32(rng, 2, 64), rand32(rng, 2, 64)
+    src = """kernel k(a: int32[2, 64], b: int32[2, 64]) -> y: int8[2, 64] {
+        t = (a >> 2) + b
+        y = min(t, 100) + max(t >> 1, b)     # t feeds two operations
+    }"""
+    t = wrap32((a.astype(np.int64) >> 2) + b)
+    expected = low8(wrap32(np.minimum(t, 100).astype(np.int64) + np.maximum(t >> 1, b)))
+    check(run(src, {"a": a, "b": b}), "y", expected)
+
+
+def test_vector_on_the_left_and_alone(rng):
+    a, v = rand32(rng, 3, 32, lo=-1000, hi=1000), rand32(rng, 32, lo=-1000, hi=1000)
+    src = """kernel k(a: int32[3, 32], v: int32[32]) -> y: int8[3, 32] {
+        y = max(v, a) + (v >> 1)
+    }"""
+    expected = low8(wrap32(np.maximum(v[None, :], a).astype(np.int64) + (v[None, :] >> 1)))
+    check(run(src, {"a": a, "v": v}), "y", expected)
