@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.vtacc.test_cnn import RESNET, layer_source  # noqa: E402
+from tests.vtacc.resnet import RESNET, layer_source  # noqa: E402
 
 
 def _vtacc() -> list[str]:

@@ -20,7 +20,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.vtacc.harness import conv_ref, run  # noqa: E402
-from tests.vtacc.test_cnn import RESNET, layer_source  # noqa: E402
+from tests.vtacc.resnet import RESNET, layer_source  # noqa: E402
 from vtacc.explain import traffic  # noqa: E402
 from vtasm.config import default_config, load_config  # noqa: E402
 

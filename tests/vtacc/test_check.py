@@ -8,6 +8,8 @@ from vtacc.check import CompileErrors, broadcast, check_source, fold, load_kerne
 from vtacc.checked import Binary, Call, Cast, Const, Conv2d, MatMul, Node, Pool, TensorRef
 from vtasm.errors import CompileError
 
+from .resnet import RESNET, layer_source
+
 
 def tree(node: Node):
     """A node as nested tuples: an expectation written independently of the printer."""
@@ -95,31 +97,9 @@ kernel block(x: int8[1, 64, 56, 56], w1: int8[64, 64, 3, 3], w2: int8[64, 64, 3,
 }
 """
 
-# name: (H x W, IC, OC, kernel, pad, stride) from the ResNet-18 table
-RESNET = {
-    "C2": (56, 64, 64, 3, 1, 1),
-    "C3": (56, 64, 128, 3, 1, 2),
-    "C4": (56, 64, 128, 1, 0, 2),
-    "C5": (28, 128, 128, 3, 1, 1),
-    "C6": (28, 128, 256, 3, 1, 2),
-    "C7": (28, 128, 256, 1, 0, 2),
-    "C8": (14, 256, 256, 3, 1, 1),
-    "C9": (14, 256, 512, 3, 1, 2),
-    "C10": (14, 256, 512, 1, 0, 2),
-    "C11": (7, 512, 512, 3, 1, 1),
-}
-
-
 def resnet_source(name: str) -> tuple[str, int]:
-    hw, ic, oc, k, pad, stride = RESNET[name]
-    out = (hw + 2 * pad - k) // stride + 1
-    source = (
-        f"kernel {name.lower()}(x: int8[1, {ic}, {hw}, {hw}], w: int8[{oc}, {ic}, {k}, {k}], b: int32[{oc}])\n"
-        f"    -> y: int8[1, {oc}, {out}, {out}] {{\n"
-        f"    y = clip((conv2d(x, w, stride={stride}, pad={pad}) >> 8) + b, 0, 127)\n"
-        "}\n"
-    )
-    return source, out
+    source, (hw, ic, oc, k, pad, stride) = layer_source(name)
+    return source, (hw + 2 * pad - k) // stride + 1
 
 
 @pytest.mark.parametrize(

@@ -8,30 +8,7 @@ import pytest
 from vtacc.explain import traffic
 
 from .harness import config, conv_ref, rand8, rand32, run
-
-RESNET = {  # name: (H=W, IC, OC, kernel, pad, stride) from workloads.md
-    "C2": (56, 64, 64, 3, 1, 1),
-    "C3": (56, 64, 128, 3, 1, 2),
-    "C4": (56, 64, 128, 1, 0, 2),
-    "C5": (28, 128, 128, 3, 1, 1),
-    "C6": (28, 128, 256, 3, 1, 2),
-    "C7": (28, 128, 256, 1, 0, 2),
-    "C8": (14, 256, 256, 3, 1, 1),
-    "C9": (14, 256, 512, 3, 1, 2),
-    "C10": (14, 256, 512, 1, 0, 2),
-    "C11": (7, 512, 512, 3, 1, 1),
-}
-
-
-def layer_source(name: str, schedule: str = "") -> tuple[str, tuple]:
-    h, ic, oc, k, pad, stride = RESNET[name]
-    oh = (h + 2 * pad - k) // stride + 1
-    src = f"""kernel {name.lower()}(x: int8[1, {ic}, {h}, {h}], w: int8[{oc}, {ic}, {k}, {k}], b: int32[{oc}])
-        -> y: int8[1, {oc}, {oh}, {oh}] {{
-        y = clip((conv2d(x, w, stride={stride}, pad={pad}) >> 8) + b, 0, 127)
-        {schedule}
-    }}"""
-    return src, (h, ic, oc, k, pad, stride)
+from .resnet import RESNET, layer_source
 
 
 def run_layer(name: str, cfg_name: str = "default", schedule: str = ""):
