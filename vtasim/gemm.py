@@ -28,6 +28,9 @@ from .faults import fault
 from .loops import LoopPlan, PlanCache
 from .state import MachineState
 
+MAX_IM2COL_CLASSES = 64  # weight-sequence classes handled as im2col products; more fall back to grouping
+_ROW_HASH = np.random.default_rng(0x5EED).integers(1, 1 << 62, 1 << 14, dtype=np.int64)  # wrapping dot = row hash
+
 
 def check_uop_range(state: MachineState, index: int, insn: Instruction) -> None:
     """Fault if the instruction's micro-op range leaves the micro-op buffer."""
@@ -56,12 +59,13 @@ def check_bounds(index: int, insn: Instruction, plan: LoopPlan, name: str, value
 
 
 def _im2col_layout(plan: LoopPlan) -> dict | None:
-    """The (destination x tap) grid of a convolution-shaped instruction, if it has one.
+    """The (destination x tap) grids of a convolution-shaped instruction, if it has them.
 
-    When every destination receives the same number T of products and the
-    weight tiles of those products come in the same sequence for every
-    destination, the whole instruction is one matrix product
-    ``[D*BATCH, T*BLOCK_IN] @ [T*BLOCK_IN, BLOCK_OUT]`` (im2col).
+    When every destination receives the same number T of products, and the
+    destinations fall into a few classes whose weight tiles come in the same
+    sequence (one class per output-channel block of a tile), each class is one
+    matrix product ``[D*BATCH, T*BLOCK_IN] @ [T*BLOCK_IN, BLOCK_OUT]`` (im2col);
+    classes of equal size run as one batched product.
     """
     order = np.argsort(plan.dst, kind="stable")
     d_sorted = plan.dst[order]
@@ -70,14 +74,32 @@ def _im2col_layout(plan: LoopPlan) -> dict | None:
     if taps < 2 or starts.size * taps != d_sorted.size or (np.diff(starts) != taps).any():
         return None
     w_grid = plan.wgt[order].reshape(starts.size, taps)
-    if (w_grid != w_grid[0]).any():
-        return None
+    src_grid = plan.src[order].reshape(starts.size, taps)
+    dsts = d_sorted[starts]
+    if (w_grid == w_grid[0]).all():
+        classes = np.zeros(starts.size, dtype=np.int64)
+        weights = w_grid[:1]
+    else:
+        # classes of equal rows: unique row hashes, then an exact check of every row against its class
+        if taps > _ROW_HASH.size:
+            return None
+        keys = w_grid @ _ROW_HASH[:taps]
+        _, first, classes = np.unique(keys, return_index=True, return_inverse=True)
+        if len(first) > MAX_IM2COL_CLASSES:
+            return None
+        weights = w_grid[first]
+        if (weights[classes] != w_grid).any():
+            return None
+    groups = [np.flatnonzero(classes.reshape(-1) == k) for k in range(len(weights))]
+    sizes = {g.size for g in groups}
     return {
         "kind": "im2col",
-        "src": plan.src[order].reshape(starts.size, taps),
-        "weights": w_grid[0],
-        "dst": d_sorted[starts],
         "taps": taps,
+        "weights": weights,  # (K, T): the weight sequence of each class
+        "src": [src_grid[g] for g in groups],  # per class (D_k, T)
+        "dst": [dsts[g] for g in groups],
+        "stacked_src": np.stack([src_grid[g] for g in groups]) if len(sizes) == 1 else None,
+        "stacked_dst": np.concatenate([dsts[g] for g in groups]),
     }
 
 
@@ -134,22 +156,38 @@ def _product_bound(cfg, terms: int) -> int:
     return terms * cfg.block_in << (cfg.inp_width + cfg.wgt_width - 2)
 
 
+def _im2col_weights(state: MachineState, plan: LoopPlan, lay: dict, ftype: type) -> np.ndarray:
+    """The classes' weight matrices (K, T*BLOCK_IN, BLOCK_OUT), cached until weights are reloaded."""
+    cached = plan.extra.get("im2col_w")
+    if cached is not None and cached[0] == state.wgt_generation:
+        return cached[1]
+    cfg = state.cfg
+    k, taps = lay["weights"].shape
+    w = np.take(state.wgt, lay["weights"], axis=0).astype(ftype)  # (K, T, BO, BI)
+    w = np.ascontiguousarray(w.transpose(0, 1, 3, 2).reshape(k, taps * cfg.block_in, cfg.block_out))
+    plan.extra["im2col_w"] = (state.wgt_generation, w)
+    return w
+
+
 def _run_im2col(state: MachineState, plan: LoopPlan, lay: dict) -> None:
     cfg = state.cfg
     bound = _product_bound(cfg, lay["taps"])
     ftype = np.float32 if bound < (1 << 24) else np.float64
-    d, taps = lay["src"].shape
-    x = np.take(state.inp, lay["src"], axis=0).astype(ftype)  # (D, T, B, BI)
-    x = x.transpose(0, 2, 1, 3).reshape(d * cfg.batch, taps * cfg.block_in)
-    cached = plan.extra.get("im2col_w")  # the weight matrix, valid until weights are reloaded
-    if cached is not None and cached[0] == state.wgt_generation:
-        w = cached[1]
-    else:
-        w = np.take(state.wgt, lay["weights"], axis=0).astype(ftype)  # (T, BO, BI)
-        w = np.ascontiguousarray(w.transpose(0, 2, 1).reshape(taps * cfg.block_in, cfg.block_out))
-        plan.extra["im2col_w"] = (state.wgt_generation, w)
-    prod = (x @ w).reshape(d, cfg.batch, cfg.block_out)
-    _add_to_acc(state, lay["dst"], prod, bound)
+    taps = lay["taps"]
+    w = _im2col_weights(state, plan, lay, ftype)
+    rows = cfg.batch
+    if lay["stacked_src"] is not None:
+        k, d, _ = lay["stacked_src"].shape
+        x = np.take(state.inp, lay["stacked_src"], axis=0).astype(ftype)  # (K, D, T, B, BI)
+        x = x.transpose(0, 1, 3, 2, 4).reshape(k, d * rows, taps * cfg.block_in)
+        prod = np.matmul(x, w).reshape(k * d, rows, cfg.block_out)
+        _add_to_acc(state, lay["stacked_dst"], prod, bound)
+        return
+    for cls, (src, dst) in enumerate(zip(lay["src"], lay["dst"], strict=True)):
+        x = np.take(state.inp, src, axis=0).astype(ftype)  # (D, T, B, BI)
+        x = x.transpose(0, 2, 1, 3).reshape(src.shape[0] * rows, taps * cfg.block_in)
+        prod = (x @ w[cls]).reshape(src.shape[0], rows, cfg.block_out)
+        _add_to_acc(state, dst, prod, bound)
 
 
 def run_gemm(state: MachineState, index: int, insn: Instruction, plans: PlanCache) -> int:
