@@ -20,8 +20,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from streams import conv_stream, tiled_gemm_stream  # noqa: E402
+from streams import conv_stream, resnet_stream, tiled_gemm_stream  # noqa: E402
 
 from vtasim.machine import run_program  # noqa: E402
 from vtasm.vbin import save_vbin  # noqa: E402
@@ -64,6 +65,8 @@ def main() -> None:
         work = Path(tmp)
         bench("tiled_gemm_1024x4096", tiled_gemm_stream(), args.runs, work)
         bench("conv3x3_c8_like", conv_stream(), args.runs, work)
+        bench("conv3x3_c8_like_2304_channels", conv_stream(out_tiles=144), args.runs, work)
+        bench("resnet18_c2_to_c11_compiled", resnet_stream(), args.runs, work)
 
 
 if __name__ == "__main__":

@@ -115,3 +115,20 @@ def conv_stream(size: int = 14, in_tiles: int = 16, out_tiles: int = 16, chunk: 
     insns.append(mk("finish", pop_next=1))
     segs = [Segment("inp", inp_addr, inp), Segment("wgt", wgt_addr, wgt), Segment("out", out_addr, bytes(out_bytes))]
     return Program(cfg, insns, uops, insn_addr, uop_addr, segs)
+
+
+def resnet_stream(cfg: VTAConfig | None = None) -> Program:
+    """ResNet-18 layers C2-C11 compiled by vtacc into one program (one kernel, ten outputs)."""
+    from tests.vtacc.resnet import RESNET
+    from vtacc.check import check_source
+    from vtacc.program_builder import compile_file
+
+    params, results, body = [], [], []
+    for name, (h, ic, oc, k, pad, stride) in RESNET.items():
+        n = name.lower()
+        oh = (h + 2 * pad - k) // stride + 1
+        params += [f"x{n}: int8[1, {ic}, {h}, {h}]", f"w{n}: int8[{oc}, {ic}, {k}, {k}]", f"b{n}: int32[{oc}]"]
+        results.append(f"y{n}: int8[1, {oc}, {oh}, {oh}]")
+        body.append(f"    y{n} = clip((conv2d(x{n}, w{n}, stride={stride}, pad={pad}) >> 8) + b{n}, 0, 127)")
+    src = f"kernel resnet({', '.join(params)}) -> ({', '.join(results)}) {{\n" + "\n".join(body) + "\n}\n"
+    return compile_file(check_source(src, "resnet18.vk"), cfg or default_config()).program

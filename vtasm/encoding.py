@@ -16,6 +16,8 @@ try:
 except ImportError:  # pragma: no cover - the C extension ships with bitstruct wheels
     import bitstruct  # type: ignore[no-redef]
 
+import numpy as np
+
 from . import isa
 from .config import VTAConfig
 from .errors import EncodeError
@@ -108,17 +110,21 @@ class Codec:
         self._formats = {kind: _Format(isa.layout(kind, cfg), isa.INSN_BITS) for kind in isa.KINDS}
         self._uop = _Format(isa.layout("uop", cfg), isa.UOP_BITS)
         self._head = _Format(isa.layout("finish", cfg), isa.INSN_BITS)
+        # (name, lowest, highest) of every field, per kind, for fast range checks
+        self._ranges = {kind: [(f.name, f.min_value, f.max_value) for f in isa.layout(kind, cfg)]
+                        for kind in (*isa.KINDS, "uop")}
 
     # -- checking ------------------------------------------------------------
     def check_fields(self, kind: str, values: dict[str, int], where: str = "") -> None:
         """Raise EncodeError naming the first field whose value does not fit."""
-        for f in isa.layout(kind, self.cfg):
-            value = values.get(f.name, 0)
-            if not f.min_value <= value <= f.max_value:
+        for name, low, high in self._ranges[kind]:
+            value = values.get(name, 0)
+            if not low <= value <= high:
+                width = next(f.width for f in isa.layout(kind, self.cfg) if f.name == name)
                 prefix = f"{where}: " if where else ""
                 raise EncodeError(
-                    f"{prefix}{kind} field {f.name} = {value} is out of range "
-                    f"{f.min_value}..{f.max_value} ({f.width} bits, config {self.cfg.describe()})"
+                    f"{prefix}{kind} field {name} = {value} is out of range "
+                    f"{low}..{high} ({width} bits, config {self.cfg.describe()})"
                 )
 
     # -- instructions --------------------------------------------------------
@@ -127,7 +133,8 @@ class Codec:
         if insn.raw is not None:
             return insn.raw
         self.check_fields(insn.kind, insn.fields, where)
-        values = {f.name: insn.fields.get(f.name, 0) for f in isa.layout(insn.kind, self.cfg)}
+        fields = insn.fields
+        values = {name: fields.get(name, 0) for name, _, _ in self._ranges[insn.kind]}
         return self._formats[insn.kind].pack(values)
 
     def decode(self, data: bytes) -> Instruction:
@@ -172,12 +179,36 @@ class Codec:
         return self._uop.pack(self._uop.unpack(data)) == bytes(data)
 
     def encode_uops(self, uops: list[MicroOp]) -> bytes:
-        return b"".join(self.encode_uop(u, f"micro-op {i}") for i, u in enumerate(uops))
+        """All micro-ops at once (vectorised; same bytes as encode_uop on each)."""
+        if not uops:
+            return b""
+        rows = np.array([(u.dst_idx, u.src_idx, u.wgt_idx, -1 if u.raw is None else u.raw) for u in uops],
+                        dtype=np.int64)
+        words = np.zeros(len(uops), dtype=np.int64)
+        for col, f in enumerate(isa.layout("uop", self.cfg)):
+            bad = (rows[:, col] < f.min_value) | (rows[:, col] > f.max_value)
+            bad &= rows[:, 3] < 0
+            if bad.any():
+                i = int(np.argmax(bad))
+                self.encode_uop(uops[i], f"micro-op {i}")  # raises the one-line range error
+            words |= rows[:, col] << f.offset
+        raw = rows[:, 3] >= 0
+        words[raw] = rows[raw, 3]
+        return words.astype("<u4").tobytes()
 
     def decode_uops(self, data: bytes) -> list[MicroOp]:
+        """All micro-ops at once (vectorised; same results as decode_uop on each)."""
         if len(data) % 4:
             raise EncodeError(f"micro-op data of {len(data)} bytes is not a multiple of 4")
-        return [self.decode_uop(data[i : i + 4]) for i in range(0, len(data), 4)]
+        words = np.frombuffer(data, dtype="<u4").astype(np.int64)
+        known = 0
+        fields = []
+        for f in isa.layout("uop", self.cfg):
+            fields.append(((words >> f.offset) & ((1 << f.width) - 1)).tolist())
+            known |= ((1 << f.width) - 1) << f.offset
+        stray = ((words & ~known) != 0).tolist()
+        return [MicroOp(d, s, w, raw=int(word) if extra else None)
+                for d, s, w, word, extra in zip(*fields, words.tolist(), stray, strict=True)]
 
 
 @lru_cache(maxsize=16)
