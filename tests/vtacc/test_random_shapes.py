@@ -152,3 +152,41 @@ def test_random_elementwise_expressions(expr, cfg_name, seed, four_d):
     result = run(src, inputs, config(cfg_name))
     assert result.races == []
     np.testing.assert_array_equal(result.outputs["y"], expected)
+
+
+@SETTINGS
+@given(conv_case(), st.data())
+def test_random_convolutions_with_random_schedules(case, data):
+    """Every tiling the schedule block can force must still compute the same numbers (or be refused cleanly)."""
+    from vtasm.errors import CompileError
+
+    n, ic, oc, h, w, k, stride, pad, groups, cfg_name, seed = case
+    cfg = config(cfg_name)
+    if groups > 1 and ((ic // groups) % cfg.block_in or (oc // groups) % cfg.block_out):
+        groups = 1
+    oh, ow = (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1
+    settings_ = []
+    if data.draw(st.booleans()):
+        settings_.append(f"tile_h = {data.draw(st.integers(1, oh))}")
+    if data.draw(st.booleans()):
+        settings_.append(f"tile_oc = {cfg.block_out * data.draw(st.integers(1, max(1, oc // cfg.block_out)))}")
+    if data.draw(st.booleans()):
+        settings_.append(f"tile_ic = {cfg.block_in * data.draw(st.integers(1, max(1, ic // groups // cfg.block_in)))}")
+    if data.draw(st.booleans()):
+        settings_.append(f"threads = {data.draw(st.sampled_from([1, 2]))}")
+    if data.draw(st.booleans()):
+        settings_.append(f"order = {data.draw(st.sampled_from(['(oc, h, w)', '(h, w, oc)']))}")
+    rng = np.random.default_rng(seed)
+    x, wt = rand8(rng, n, ic, h, w), rand8(rng, oc, ic // groups, k, k)
+    src = f"""kernel c(x: int8[{n}, {ic}, {h}, {w}], w: int8[{oc}, {ic // groups}, {k}, {k}])
+        -> y: int8[{n}, {oc}, {oh}, {ow}] {{
+        y = conv2d(x, w, stride={stride}, pad={pad}, groups={groups}) >> 5
+        schedule {{ {'; '.join(settings_)} }}
+    }}"""
+    try:
+        result = run(src, {"x": x, "w": wt}, cfg)
+    except CompileError as exc:
+        assert "no tiling fits" in exc.message
+        return
+    assert result.races == []
+    np.testing.assert_array_equal(result.outputs["y"], low8(conv_ref(x, wt, stride, pad, groups) >> 5))
