@@ -58,14 +58,16 @@ def check_bounds(index: int, insn: Instruction, plan: LoopPlan, name: str, value
         )
 
 
-def _im2col_layout(plan: LoopPlan) -> dict | None:
-    """The (destination x tap) grids of a convolution-shaped instruction, if it has them.
+def _im2col_structure(plan: LoopPlan) -> dict | None:
+    """How an instruction's executions form (destination x tap) grids, or None if they do not.
 
     When every destination receives the same number T of products, and the
     destinations fall into a few classes whose weight tiles come in the same
     sequence (one class per output-channel block of a tile), each class is one
     matrix product ``[D*BATCH, T*BLOCK_IN] @ [T*BLOCK_IN, BLOCK_OUT]`` (im2col);
-    classes of equal size run as one batched product.
+    classes of equal size run as one batched product. The structure depends
+    only on the kernel's shape, not on its buffer offsets, so it is shared by
+    every instruction with the same shape.
     """
     order = np.argsort(plan.dst, kind="stable")
     d_sorted = plan.dst[order]
@@ -74,41 +76,51 @@ def _im2col_layout(plan: LoopPlan) -> dict | None:
     if taps < 2 or starts.size * taps != d_sorted.size or (np.diff(starts) != taps).any():
         return None
     w_grid = plan.wgt[order].reshape(starts.size, taps)
-    src_grid = plan.src[order].reshape(starts.size, taps)
-    dsts = d_sorted[starts]
     if (w_grid == w_grid[0]).all():
         classes = np.zeros(starts.size, dtype=np.int64)
-        weights = w_grid[:1]
+        first = np.zeros(1, dtype=np.int64)
     else:
         # classes of equal rows: unique row hashes, then an exact check of every row against its class
         if taps > _ROW_HASH.size:
             return None
         keys = w_grid @ _ROW_HASH[:taps]
         _, first, classes = np.unique(keys, return_index=True, return_inverse=True)
-        if len(first) > MAX_IM2COL_CLASSES:
+        if len(first) > MAX_IM2COL_CLASSES or (w_grid[first][classes] != w_grid).any():
             return None
-        weights = w_grid[first]
-        if (weights[classes] != w_grid).any():
-            return None
-    groups = [np.flatnonzero(classes.reshape(-1) == k) for k in range(len(weights))]
-    sizes = {g.size for g in groups}
+    groups = [np.flatnonzero(classes.reshape(-1) == k) for k in range(len(first))]
+    return {"order": order, "taps": taps, "first": first, "groups": groups,
+            "equal": len({g.size for g in groups}) == 1}
+
+
+def _im2col_layout(plan: LoopPlan, shapes: dict) -> dict | None:
+    """The im2col grids of one instruction: its indices arranged by the shared structure."""
+    if plan.shape not in shapes:
+        shapes[plan.shape] = _im2col_structure(plan)
+    st = shapes[plan.shape]
+    if st is None:
+        return None
+    taps = st["taps"]
+    order = st["order"]
+    src_grid = plan.src[order].reshape(-1, taps)
+    dsts = plan.dst[order][::taps]
+    groups = st["groups"]
     return {
         "kind": "im2col",
         "taps": taps,
-        "weights": weights,  # (K, T): the weight sequence of each class
+        "weights": plan.wgt[order].reshape(-1, taps)[st["first"]],  # (K, T): each class's weight sequence
         "src": [src_grid[g] for g in groups],  # per class (D_k, T)
         "dst": [dsts[g] for g in groups],
-        "stacked_src": np.stack([src_grid[g] for g in groups]) if len(sizes) == 1 else None,
+        "stacked_src": np.stack([src_grid[g] for g in groups]) if st["equal"] else None,
         "stacked_dst": np.concatenate([dsts[g] for g in groups]),
     }
 
 
-def _gemm_layout(plan: LoopPlan) -> dict:
+def _gemm_layout(plan: LoopPlan, shapes: dict) -> dict:
     """Grouping by weight tile and by destination, computed once per plan."""
     cached = plan.extra.get("gemm")
     if cached is not None:
         return cached
-    im2col = _im2col_layout(plan)
+    im2col = _im2col_layout(plan, shapes)
     if im2col is not None:
         plan.extra["gemm"] = im2col
         return im2col
@@ -204,7 +216,7 @@ def run_gemm(state: MachineState, index: int, insn: Instruction, plans: PlanCach
         return n
     check_bounds(index, insn, plan, "inp", plan.src, cfg.inp_depth)
     check_bounds(index, insn, plan, "wgt", plan.wgt, cfg.wgt_depth)
-    lay = _gemm_layout(plan)
+    lay = _gemm_layout(plan, plans.shapes)
     if lay["kind"] == "im2col":
         _run_im2col(state, plan, lay)
         return n

@@ -29,6 +29,7 @@ class LoopPlan:
     dst: np.ndarray
     src: np.ndarray
     wgt: np.ndarray | None
+    shape: tuple = ()  # loop fields and micro-ops relative to the first one: equal for shifted kernels
     extra: dict = field(default_factory=dict)  # facts derived by the units, cached with the plan
 
     @property
@@ -55,6 +56,7 @@ class PlanCache:
     def __init__(self, limit: int = 256):
         self._plans: dict[tuple, LoopPlan] = {}
         self._limit = limit
+        self.shapes: dict[tuple, object] = {}  # facts that depend only on a plan's shape, shared by plans
 
     def plan(self, state: MachineState, insn: Instruction) -> LoopPlan:
         gemm = insn.kind == "gemm"
@@ -87,6 +89,12 @@ class PlanCache:
             if gemm
             else None
         )
-        plan = LoopPlan(io, ii, n_uops, dst, src, wgt)
+        uops = [state.uop_dst[bgn:end], state.uop_src[bgn:end]] + ([state.uop_wgt[bgn:end]] if gemm else [])
+        shape = key[:1] + key[4:] + tuple((u - u[0]).tobytes() if u.size else b"" for u in uops)
+        if not gemm and n_uops:
+            shape += (int(state.uop_src[bgn]) - int(state.uop_dst[bgn]),)
+        plan = LoopPlan(io, ii, n_uops, dst, src, wgt, shape)
         self._plans[key] = plan
+        if len(self.shapes) > 4 * self._limit:
+            self.shapes.clear()
         return plan
