@@ -1,0 +1,1 @@
+"""vtacc: the kernel language and its compiler for VTA."""
