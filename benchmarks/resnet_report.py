@@ -53,7 +53,7 @@ def main() -> None:
         ok = bool((result.outputs["y"] == expected).all())
         moved = traffic(compiled)
         data = sum(v for key, v in moved.items() if key != "uop")
-        minimum = sum(t.nbytes for t in compiled.tensors if not t.name.startswith("__"))
+        minimum = sum(t.nbytes for t in compiled.tensors if not t.constant)
         occ = compiled.planned[0].tiling.occupancy
         prog = compiled.program
         gemm = result.counters["gemm_counter"]

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import click
 
-from vtasm.cli_support import config_option, reports_errors, traceback_option
+from vtasm.cli_support import config_option, refuse_overwriting, reports_errors, traceback_option
 from vtasm.config import resolve_config
+from vtasm.errors import UsageError
 from vtasm.fileio import write_atomic
 
 EMITS = ("asm", "checked", "schedule", "dump")
@@ -33,21 +34,26 @@ def main(source: str, output: str | None, kernel_name: str | None, emit: str, ex
     Exit codes: 0 success, 1 bad input (error at file:line:col), 2 usage error.
     """
     from .check import load_kernels
-    from .printer import format_checked
 
+    refuse_overwriting(output, source)
+    wants_binary = bool(output) and Path(output).suffix.lower() == ".vbin"
+    if wants_binary and emit != "asm":
+        raise UsageError(f"-o {output}: a .vbin holds the program; --emit {emit} prints text, "
+                         "so give it a text file name or no -o")
     checked = load_kernels(source)
-    if emit == "checked":
-        _write(output, format_checked(checked))
+    if emit == "checked" and not explain:
+        _write(output, _checked_text(checked, kernel_name))
         return
     from .program_builder import compile_file
 
-    cfg = resolve_config(config_path)
-    compiled = compile_file(checked, cfg, kernel_name)
-    if explain:
+    compiled = compile_file(checked, resolve_config(config_path), kernel_name)
+    if explain:  # beside the main output: on stdout when that goes to a file, else on stderr
         from .explain import explain as explain_text
 
-        click.echo(explain_text(compiled), nl=False, err=output is None and emit == "asm")
-    if emit == "schedule":
+        click.echo(explain_text(compiled), nl=False, err=output is None)
+    if emit == "checked":
+        _write(output, _checked_text(checked, kernel_name))
+    elif emit == "schedule":
         from .steps import format_groups
 
         _write(output, format_groups(compiled.groups))
@@ -55,7 +61,7 @@ def main(source: str, output: str | None, kernel_name: str | None, emit: str, ex
         from vtasm.dump import dump_instructions
 
         _write(output, dump_instructions(compiled.program))
-    elif output and Path(output).suffix == ".vbin":
+    elif wants_binary:
         from vtasm.vbin import save_vbin
 
         save_vbin(compiled.program, output)
@@ -63,6 +69,15 @@ def main(source: str, output: str | None, kernel_name: str | None, emit: str, ex
         from .emit import assembly
 
         _write(output, assembly(compiled, Path(source).name, checked.source))
+
+
+def _checked_text(checked, kernel_name: str | None) -> str:
+    from .printer import format_checked, format_kernel
+    from .program_builder import pick_entry
+
+    if kernel_name is None:
+        return format_checked(checked)
+    return format_kernel(pick_entry(checked, kernel_name))
 
 
 def _write(output: str | None, text: str) -> None:

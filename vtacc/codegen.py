@@ -48,8 +48,8 @@ class Generated:
     stats: dict = field(default_factory=dict)
 
 
-def _page(n: int) -> int:
-    return (n + PAGE - 1) // PAGE * PAGE
+def _align(n: int, align: int = PAGE) -> int:
+    return (n + align - 1) // align * align
 
 
 class _Builder:
@@ -58,11 +58,12 @@ class _Builder:
         self.codec = codec_for(cfg)
         self.tensors = {t.name: t for t in tensors}
         self.segments: list[Segment] = []
-        addr = PAGE
+        align = cfg.dram_align  # every element size divides it, so element addresses are exact
+        addr = align
         for t in tensors:
             data = constants.get(t.name, bytes(t.nbytes))
             self.segments.append(Segment(t.name, addr, data))
-            addr = _page(addr + max(t.nbytes, 1))
+            addr = _align(addr + max(t.nbytes, 1), align)
         self.seg_addr = {s.name: s.addr for s in self.segments}
         self.data_end = addr
         self.table: dict[tuple, int] = {}  # kernel uops -> index in the micro-op table
@@ -81,6 +82,13 @@ class _Builder:
         except EncodeError as exc:
             raise CompileError(f"internal limit: {exc.message}") from None
         self.out.append(Emitted(insn, access, group, note))
+
+    def dram_base(self, tensor: str, elem_bytes: int, elem: int) -> int:
+        """The DRAM field value (in elements) of element ``elem`` of a tensor."""
+        addr = self.seg_addr[tensor]
+        if addr % elem_bytes:
+            raise CompileError(f"internal error: segment {tensor} at 0x{addr:x} is not aligned to {elem_bytes} bytes")
+        return addr // elem_bytes + elem
 
     def _fence_if_needed(self, tensor: str, stage: str, group: int | None) -> None:
         seen = self.dram_state.setdefault(tensor, set())
@@ -137,7 +145,7 @@ class _Builder:
         d = step.dma
         eb = isa.elem_bytes(self.cfg, mtype)
         insn = make_instruction("load", memory_type=mtype, sram_base=d.sram,
-                                dram_base=self.seg_addr[step.tensor] // eb + d.dram_elem, y_size=d.y, x_size=d.x,
+                                dram_base=self.dram_base(step.tensor, eb, d.dram_elem), y_size=d.y, x_size=d.x,
                                 x_stride=d.stride, y_pad_0=d.pads[0], y_pad_1=d.pads[1], x_pad_0=d.pads[2],
                                 x_pad_1=d.pads[3])
         access = Access(stage, [(f"dram:{step.tensor}", 0, 0)], [(step.buffer, d.sram, d.sram + d.sram_elems - 1)])
@@ -148,7 +156,7 @@ class _Builder:
         d = step.dma
         eb = self.cfg.out_elem_bytes
         insn = make_instruction("store", memory_type=isa.MEM_TYPES["out"], sram_base=d.sram,
-                                dram_base=self.seg_addr[step.tensor] // eb + d.dram_elem, y_size=d.y, x_size=d.x,
+                                dram_base=self.dram_base(step.tensor, eb, d.dram_elem), y_size=d.y, x_size=d.x,
                                 x_stride=d.stride)
         access = Access("store", [(ACC, d.sram, d.sram + d.y * d.x - 1)], [(f"dram:{step.tensor}", 0, 0)])
         self.emit(insn, access, group)
@@ -202,13 +210,13 @@ def generate(groups: list[Group], tensors: list[DramTensor], constants: dict[str
     for e, f in zip(b.out, flags, strict=True):
         e.insn.fields.update(f)
     uop_addr = b.data_end
-    insn_addr = _page(uop_addr + 4 * len(b.uops)) if b.uops else uop_addr
+    insn_addr = _align(uop_addr + 4 * len(b.uops)) if b.uops else uop_addr
     source_map = {}
     for i, e in enumerate(b.out):
         span = groups[e.group].span if e.group is not None else None
         if span is not None:
             source_map[i] = SourceLoc(source_name, span.line)
-    infos: list[TensorInfo] = [t.tensor_info() for t in tensors if not t.name.startswith("__")]
+    infos: list[TensorInfo] = [t.tensor_info() for t in tensors if not t.constant]
     dumps = [DumpRange(b.seg_addr[name], tensors_by(tensors, name).nbytes, f"{name}.bin") for name in outputs]
     program = Program(cfg, [e.insn for e in b.out], b.uops, insn_addr, uop_addr, b.segments, infos, dumps,
                       uop_labels=dict(b.labels), source_map=source_map)

@@ -17,7 +17,7 @@ from . import checked as ck
 from .codegen import Generated, generate, identity_bytes
 from .epilogue import Needs, analyse
 from .layouts import ACT, WGT, DramTensor, dram_tensor
-from .operators import Operator, PoolProducer, TensorTable, build_operator
+from .operators import GemmProducer, Operator, PoolProducer, TensorTable, build_operator
 from .schedule import IDENTITY, NEG_IDENTITY, schedule_operator
 from .steps import Group
 from .tiling import Tiling, choose_tiling
@@ -60,30 +60,45 @@ class Compiled:
         return self.generated.groups
 
 
-def _fixed_tiles(schedule: ck.Schedule, cfg: VTAConfig) -> dict[str, int]:
+def _fixed_tiles(schedule: ck.Schedule, cfg: VTAConfig, op) -> dict[str, int]:
+    """The schedule's tile sizes for one operator, in tile units (channel blocks, batch tiles, pixels)."""
     fixed: dict[str, int] = {}
+    written: dict[str, str] = {}
+    gemm = isinstance(op.producer, GemmProducer)
+    spatial = len(op.out.logical) == 4
     for key, value in schedule.tiles.items():
+        name = f"tile_{key.removeprefix('tile_')}"
+        span = schedule.spans.get(name, schedule.span)
         axis = _TILE_KEYS.get(key.removeprefix("tile_"))
-        span = schedule.spans.get(key, schedule.span)
         if axis is None:
-            raise CompileError(f"unknown schedule key {key}", span)
+            raise CompileError(f"unknown schedule key {name}", span)
+        if axis in written:
+            raise CompileError(f"{name} and {written[axis]} both set the same tile", span)
+        written[axis] = name
+        if axis in ("h", "w") and not spatial:
+            raise CompileError(f"{name} does not apply: result {op.out.name} has no rows and columns", span)
+        if axis == "ic" and not gemm:
+            raise CompileError(f"{name} does not apply: {op.out.name} has no matmul or conv2d to split", span)
         unit = {"n": cfg.batch, "c": cfg.block_out, "ic": cfg.block_in}.get(axis, 1)
         if value % unit:
-            raise CompileError(f"{key} = {value} is not a multiple of {unit} "
+            raise CompileError(f"{name} = {value} is not a multiple of {unit} "
                                f"({'BATCH' if axis == 'n' else 'BLOCK'} of configuration {cfg.describe()})", span)
         fixed[axis] = value // unit
     return fixed
 
 
 def _order(schedule: ck.Schedule) -> str | None:
+    """'weights' (channel groups outermost) or 'inputs' (spatial tiles outermost), as the schedule says."""
     if not schedule.order:
         return None
     names = list(schedule.order)
-    if "oc" in names and "h" in names:
-        return "weights" if names.index("oc") < names.index("h") else "inputs"
-    if "o" in names and "n" in names:
-        return "weights" if names.index("o") < names.index("n") else "inputs"
-    return None
+    channel = next((n for n in names if n in ("oc", "o")), None)
+    other = next((n for n in names if n in ("h", "w", "n")), None)
+    if channel is None or other is None:
+        raise CompileError("order must name the output-channel axis (oc or o) and a row, column or batch axis "
+                           "(h, w or n), outermost first: e.g. order = (oc, h) keeps each channel group's "
+                           "weights while the rows stream", schedule.spans.get("order", schedule.span))
+    return "weights" if names.index(channel) < names.index(other) else "inputs"
 
 
 def compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_name: str) -> Compiled:
@@ -91,6 +106,10 @@ def compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_na
     if cfg.inp_width != 8 or cfg.wgt_width != 8 or cfg.acc_width != 32:
         raise CompileError(f"vtacc compiles for 8-bit inputs and weights and 32-bit accumulators; configuration "
                            f"{cfg.describe()} has {cfg.inp_width}/{cfg.wgt_width}/{cfg.acc_width}", entry.span)
+    for decl in entry.inputs + entry.outputs + tuple(u.assign.target for u in units):
+        if decl.name.startswith("__"):
+            raise CompileError(f"names beginning with '__' are reserved for the compiler's constants; rename "
+                               f"{decl.name}", decl.span)
     table = TensorTable(cfg)
     for decl in entry.inputs:
         table.tensors.setdefault(decl.name, None)  # keep parameter order; kinds come from use
@@ -100,10 +119,10 @@ def compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_na
         op = build_operator(unit.kernel, unit.assign, table)
         schedule = unit.kernel.schedule
         needs = analyse(op.expr, op.producer.node if op.producer else None, op.operands)
-        if isinstance(op.producer, PoolProducer):
-            needs.identity = True
+        if isinstance(op.producer, PoolProducer) and op.producer.x.kind == ACT:
+            needs.identity = True  # int8 windows reach the accumulator through the GEMM core
         extra = sum(t.nbytes for t in {id(t): t for t in op.operands.values()}.values())
-        tiling = choose_tiling(op, needs, cfg, _fixed_tiles(schedule, cfg), schedule.threads, _order(schedule),
+        tiling = choose_tiling(op, needs, cfg, _fixed_tiles(schedule, cfg, op), schedule.threads, _order(schedule),
                                extra, schedule.span or op.span)
         planned.append(Planned(op, needs, tiling))
         groups += schedule_operator(op, tiling, needs, cfg)
@@ -111,10 +130,10 @@ def compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_na
                for n, t in table.tensors.items()]
     constants: dict[str, bytes] = {}
     if any(p.needs.identity for p in planned):
-        tensors.append(dram_tensor(IDENTITY, "int8", (cfg.block_out, cfg.block_in), WGT, cfg))
+        tensors.append(dram_tensor(IDENTITY, "int8", (cfg.block_out, cfg.block_in), WGT, cfg, constant=True))
         constants[IDENTITY] = identity_bytes(cfg)
     if any(p.needs.neg_identity for p in planned):
-        tensors.append(dram_tensor(NEG_IDENTITY, "int8", (cfg.block_out, cfg.block_in), WGT, cfg))
+        tensors.append(dram_tensor(NEG_IDENTITY, "int8", (cfg.block_out, cfg.block_in), WGT, cfg, constant=True))
         constants[NEG_IDENTITY] = identity_bytes(cfg, negate=True)
     outputs = [o.name for o in entry.outputs]
     generated = generate(groups, tensors, constants, outputs, cfg, Path(source_name).name)
@@ -135,7 +154,7 @@ def _decl(kernel: ck.Kernel, name: str) -> ck.TensorDecl:
 
 def compulsory_bytes(compiled: Compiled) -> int:
     """Every input, weight and output byte moved once (constants excluded)."""
-    return sum(t.nbytes for t in compiled.tensors if not t.name.startswith("__"))
+    return sum(t.nbytes for t in compiled.tensors if not t.constant)
 
 
 def ceil_div(a: int, b: int) -> int:

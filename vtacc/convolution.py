@@ -42,8 +42,8 @@ def input_loads(gemm: GemmProducer, pr: Problem, tile, ic0: int, nic: int, sram:
     for n in range(tile.nn):
         for c in range(nic):
             at = sram + (n * nic + c) * plane
-            loads.append(Load(INP, x.name, padded_plane_dma(dims, tile.n0 + n, c_base + c, row0, rows, col0, cols,
-                                                             at)))
+            loads += [Load(INP, x.name, d) for d in padded_plane_dma(dims, tile.n0 + n, c_base + c, row0, rows,
+                                                                     col0, cols, at)]
     return loads
 
 

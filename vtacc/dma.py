@@ -63,11 +63,24 @@ def box_dmas(dims: tuple[int, int, int, int], start: tuple[int, int, int, int],
 
 
 def padded_plane_dma(dims: tuple[int, int, int, int], n: int, c: int, row0: int, rows: int, col0: int,
-                     cols: int, sram: int) -> Dma:
-    """One channel plane's window [row0, row0+rows) x [col0, col0+cols), zero outside the image."""
+                     cols: int, sram: int) -> list[Dma]:
+    """DMAs filling one channel plane's window [row0, row0+rows) x [col0, col0+cols), zero outside the image.
+
+    Usually one DMA whose padding fields supply the zeros. A window that lies
+    wholly in the padding reads nothing: its zeros come from loads with
+    ``y_size = 0`` whose row padding covers it (a load with ``x_size = 0`` would
+    be a no-op), at most 15 + 15 rows each.
+    """
     _, _, h, w = dims
     r_lo, r_hi = max(row0, 0), min(row0 + rows, h)
     c_lo, c_hi = max(col0, 0), min(col0 + cols, w)
-    pads = (r_lo - row0, row0 + rows - r_hi, c_lo - col0, col0 + cols - c_hi)
-    elem = ((n * dims[1] + c) * h + r_lo) * w + c_lo
-    return Dma(elem, r_hi - r_lo, c_hi - c_lo, w, sram, pads)
+    if r_hi > r_lo and c_hi > c_lo:
+        pads = (r_lo - row0, row0 + rows - r_hi, c_lo - col0, col0 + cols - c_hi)
+        elem = ((n * dims[1] + c) * h + r_lo) * w + c_lo
+        return [Dma(elem, r_hi - r_lo, c_hi - c_lo, w, sram, pads)]
+    dmas = []
+    for start in range(0, rows, 30):
+        part = min(30, rows - start)
+        top = min(part, 15)
+        dmas.append(Dma(0, 0, cols, cols, sram + start * cols, (top, part - top, 0, 0)))
+    return dmas

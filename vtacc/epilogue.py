@@ -23,6 +23,7 @@ from . import checked as ck
 from .layouts import ACC, ACT, BIAS, DramTensor
 
 IMM_MIN, IMM_MAX = -(1 << 15), (1 << 15) - 1
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
 SHIFT_CHUNK_RIGHT, SHIFT_CHUNK_LEFT = 15, 16  # portable shift amounts: -16..15
 
 
@@ -180,11 +181,15 @@ class Evaluator:
             a, b = b, a
         elif self._is_bias(a) and not isinstance(b, ck.Const) and op in ("add", "min", "max"):
             a, b = b, a  # the vector as the broadcast source operand
+        tensor_b = self.operands.get(id(b)) if isinstance(b, ck.TensorRef) else None
+        if isinstance(a, ck.Const) and op == "sub":
+            return self._negate_plus(b, tensor_b, a.value, node)
         if isinstance(a, ck.Const):
             raise CompileError(f"'{_SYMBOL.get(op, op)}' with a constant on the left has no VTA instruction; "
                                "rewrite it with the tensor first", node.span)
-        tensor_b = self.operands.get(id(b)) if isinstance(b, ck.TensorRef) else None
-        if tensor_b is not None and tensor_b.kind == ACT and op in ("add", "sub") and self.remaining[id(b)] == 1:
+        if op == "mul" and isinstance(b, ck.Const) and b.value == -1:
+            return self._negate_plus(a, self.operands.get(id(a)) if isinstance(a, ck.TensorRef) else None, 0, node)
+        if tensor_b is not None and tensor_b.kind == ACT and op in ("add", "sub"):  # re-read from DRAM each use
             slot = self._owned(a)
             self.remaining[id(b)] -= 1
             self.t.gemm_int8(tensor_b, slot, negate=(op == "sub"), accumulate=True)
@@ -212,6 +217,20 @@ class Evaluator:
             self.t.free(other)
         return slot
 
+    def _negate_plus(self, x: ck.Node, tensor: DramTensor | None, constant: int, node: ck.Node) -> int:
+        """``constant - x``: an int8 tensor is negated on the GEMM core (negated identity weights)."""
+        if tensor is None or tensor.kind != ACT:
+            raise CompileError(
+                "negating a value needs a subtraction or MUL, which the portable VTA ALU lacks; only int8 tensor "
+                "parameters can be negated (through the GEMM core)", node.span)
+        self.remaining[id(x)] -= 1
+        slot = self.t.alloc()
+        self.t.zero(slot)
+        self.t.gemm_int8(tensor, slot, negate=True, accumulate=True)
+        if constant:
+            self._const_op(slot, "add", constant, node)
+        return slot
+
     def _is_bias(self, node: ck.Node) -> bool:
         tensor = self.operands.get(id(node)) if isinstance(node, ck.TensorRef) else None
         return tensor is not None and tensor.kind == BIAS
@@ -219,6 +238,10 @@ class Evaluator:
     def _const_op(self, slot: int, op: str, value: int, node: ck.Node) -> None:
         if op == "sub":
             op, value = "add", -value
+        if op == "mul" and value in (0, 1):
+            if value == 0:
+                self.t.zero(slot)
+            return
         if op == "mul":
             k = _pow2(value)
             if k is None:
@@ -236,8 +259,10 @@ class Evaluator:
                 self.t.alu_imm(slot, "add", part)
                 value -= part
         else:
+            if (op == "min" and value >= INT32_MAX) or (op == "max" and value <= INT32_MIN):
+                return  # no int32 value is past it: nothing to do
             if not IMM_MIN <= value <= IMM_MAX:
-                raise CompileError(f"{op}({value}) needs an immediate outside the ALU's 16-bit range "
+                raise CompileError(f"{op}(x, {value}) needs an immediate outside the ALU's 16-bit range "
                                    f"{IMM_MIN}..{IMM_MAX}", node.span)
             self.t.alu_imm(slot, op, value)
 

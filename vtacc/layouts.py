@@ -34,6 +34,7 @@ class DramTensor:
     dims: tuple[int, int, int, int]  # N, C, H, W (weights: OC, IC, KH, KW)
     kind: str  # ACT (int8 or int32 activation tiles), WGT, ACC (int32 tiles), BIAS
     cfg: VTAConfig
+    constant: bool = False  # made by the compiler (identity tiles), not a kernel tensor
 
     @property
     def n_tiles(self) -> int:
@@ -91,6 +92,7 @@ def view4(shape: tuple[int, ...]) -> tuple[int, int, int, int]:
     raise ValueError(f"rank {len(shape)}")
 
 
-def dram_tensor(name: str, dtype: str, shape: tuple[int, ...], kind: str, cfg: VTAConfig) -> DramTensor:
+def dram_tensor(name: str, dtype: str, shape: tuple[int, ...], kind: str, cfg: VTAConfig,
+                constant: bool = False) -> DramTensor:
     """A DramTensor for a logical tensor used as ``kind``."""
-    return DramTensor(name, dtype, tuple(shape), view4(tuple(shape)), kind, cfg)
+    return DramTensor(name, dtype, tuple(shape), view4(tuple(shape)), kind, cfg, constant)

@@ -81,6 +81,8 @@ class TensorTable:
         if have is None:
             self.tensors[decl.name] = want
             return want
+        if have.kind != kind and {have.kind, kind} == {ACC, BIAS} and len(decl.shape) == 1:
+            return have  # a vector [C] packs the same way for both uses
         if have.kind != kind:
             raise CompileError(
                 f"tensor {decl.name} is used both as {_KIND_WORDS[have.kind]} and as {_KIND_WORDS[kind]}; "
@@ -92,8 +94,10 @@ _KIND_WORDS = {ACT: "activations", WGT: "weights", ACC: "an int32 operand", BIAS
 
 
 def _producers(node: ck.Node, found: list[ck.Node]) -> None:
+    """The distinct matmul/conv2d/pool nodes of an expression (a shared local counts once)."""
     if isinstance(node, (ck.MatMul, ck.Conv2d, ck.Pool)):
-        found.append(node)
+        if all(node is not f for f in found):
+            found.append(node)
         return
     for child in _children(node):
         _producers(child, found)
@@ -138,10 +142,7 @@ def _gemm(node: ck.Node, table: TensorTable) -> GemmProducer:
 
 def _pool(node: ck.Pool, table: TensorTable) -> PoolProducer:
     decl = _tensor_ref(node.x, f"the input of {node.kind}_pool")
-    if decl.dtype != ck.INT8:
-        raise CompileError(f"pooling reads int8 tensors (through the input buffer); {decl.name} is {decl.dtype}",
-                           node.x.span)
-    x = table.get(decl, ACT, node.x.span)
+    x = table.get(decl, ACT if decl.dtype == ck.INT8 else ACC, node.x.span)
     if node.pad > 15:
         raise CompileError(f"padding {node.pad} exceeds the DMA's 4-bit padding fields (at most 15)", node.span)
     return PoolProducer(node, x, node.kind, node.size, node.stride, node.pad, node.pad_value, view4(node.shape))

@@ -1,12 +1,13 @@
 """Pooling on the vector ALU.
 
-The input window of a tile (with the DMA's zero padding) is loaded into the
-input buffer and moved into an accumulator region by the GEMM core with an
-identity weight tile. The output slot starts at the neutral value (0 for sums;
--128, the int8 minimum, for max pooling, so padding never wins) and then one
-ALU instruction per window position folds in that position for every output
-whose input pixel lies inside the image: all executions of one instruction
-write distinct outputs from a separate region, so none depends on another.
+The input window of a tile (with the DMA's zero padding) reaches an
+accumulator region: int8 inputs through the input buffer and the GEMM core
+(identity weight tile), int32 inputs by an ACC load. The output slot starts at
+the neutral value (0 for sums; the smallest value of the input type for max
+pooling, so nothing loses to it) and then one ALU instruction per window
+position folds in that position for every output whose input pixel lies inside
+the image (padding never takes part): all executions of one instruction write
+distinct outputs from a separate region, so none depends on another.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from vtasm.config import VTAConfig
 
 from .dma import padded_plane_dma
 from .kernels import contiguous
-from .steps import INP, Alu, Gemm, Kernel, Load, Step
+from .layouts import ACT
+from .steps import ACC, INP, Alu, Gemm, Kernel, Load, Step
 
 
 def _valid(pad_before: int, extent_in: int, pad_after: int, count: int, stride: int, k: int) -> list[int]:
@@ -37,19 +39,26 @@ def pool_steps(pool, pr, tile, slots, cfg: VTAConfig) -> list[Step]:
     region = slots.pool_acc[tile.thread]
     out = slots.acc[tile.thread]
     steps: list[Step] = []
-    pads = None
+    int8 = x.kind == ACT
     for n in range(tile.nn):
         for c in range(tile.nc):
-            at = inp + (n * tile.nc + c) * plane_in
-            dma = padded_plane_dma(dims, tile.n0 + n, tile.c0 + c, row0, rows, col0, cols, at)
-            pads = dma.pads
-            steps.append(Load(INP, x.name, dma))
-    steps.append(Gemm(contiguous(planes * plane_in, region), reset=True))
-    steps.append(Gemm(contiguous(planes * plane_in, region, inp, slots.identity, src_step=1)))
+            at = (inp if int8 else region) + (n * tile.nc + c) * plane_in
+            for dma in padded_plane_dma(dims, tile.n0 + n, tile.c0 + c, row0, rows, col0, cols, at):
+                steps.append(Load(INP if int8 else ACC, x.name, dma))
+    if int8:
+        steps.append(Gemm(contiguous(planes * plane_in, region), reset=True))
+        steps.append(Gemm(contiguous(planes * plane_in, region, inp, slots.identity, src_step=1)))
     steps.append(Gemm(contiguous(planes * plane_out, out), reset=True))
     if pool.kind == "max":
-        steps.append(Alu(contiguous(planes * plane_out, out), "add", -(1 << (cfg.inp_width - 1))))
-    y0, y1, x0, x1 = pads
+        fill = contiguous(planes * plane_out, out)
+        if int8:
+            steps.append(Alu(fill, "add", -(1 << (cfg.inp_width - 1))))
+        else:  # -2**31 = -1 << 31, in portable shift steps
+            steps += [Alu(fill, "add", -1), Alu(fill, "shr", -16), Alu(fill, "shr", -15)]
+    y0 = max(0, -row0)  # padding rows and columns of the window (the same for every plane)
+    y1 = max(0, row0 + rows - x.dims[2])
+    x0 = max(0, -col0)
+    x1 = max(0, col0 + cols - x.dims[3])
     op = "max" if pool.kind == "max" else "add"
     for kh in range(k):
         out_rows = _valid(y0, rows, y1, tile.nh, s, kh)

@@ -97,11 +97,13 @@ class _Flattener:
             out = bindings.get(id(node.tensor), node)
         elif isinstance(node, ck.Call):
             callee = self.file.kernel(node.kernel)
-            call_key = (node.kernel, tuple(id(a) for a in node.args), id(bindings))
+            args = [self.rewrite(a, bindings, memo, k, depth) for a in node.args]
+            # kernels are pure: the same kernel on the same tensors gives the same results
+            call_key = (node.kernel, tuple(("tensor", id(a.tensor)) if isinstance(a, ck.TensorRef) else ("node", id(a))
+                                           for a in args))
             if call_key not in self.calls:
-                args = [self.rewrite(a, bindings, memo, k, depth) for a in node.args]
-                self.calls[call_key] = self.call(callee, args, node, {}, depth)
-            out = self.calls[call_key][node.result_index]
+                self.calls[call_key] = (self.call(callee, args, node, {}, depth), args)  # args kept alive
+            out = self.calls[call_key][0][node.result_index]
         else:
             changes = {}
             for f in dataclasses.fields(node):

@@ -58,7 +58,7 @@ class Tiling:
 
 def _candidates(n: int, fixed: int | None = None) -> list[int]:
     if fixed is not None:
-        return [fixed]
+        return [min(fixed, n)]  # a tile larger than the extent is the whole extent
     values = {n, 1}
     values |= {d for d in range(1, n + 1) if n % d == 0}
     p = 1
@@ -189,6 +189,9 @@ def choose_tiling(op: Operator, needs: Needs, cfg: VTAConfig, fixed: dict, threa
     best: Tiling | None = None
     closest: tuple[float, list] | None = None
     orders = [order] if order else (["weights", "inputs"] if gemm else ["weights"])
+    if order == "inputs" and fixed.get("ic") is not None and fixed["ic"] < pr.ic_t:
+        raise CompileError("order with the channel axis inside keeps each input tile with all its input channels; "
+                           "tile_ic cannot split them (drop one of the two settings)", span)
     # two virtual threads (over at least two tiles) unless nothing fits that way
     attempts = [(t, two) for t in ([threads] if threads else [2, 1]) for two in ((True, False) if t == 2 else (False,))]
     for th_, two_tiles in attempts:
@@ -216,11 +219,13 @@ def choose_tiling(op: Operator, needs: Needs, cfg: VTAConfig, fixed: dict, threa
 
 def _space(pr: Problem, fixed: dict, gemm: bool, orders: list[str], threads: int, two_tiles: bool):
     """Candidate tilings (before checking capacity)."""
-    spatial = [(th, pr.ow) for th in _candidates(pr.oh, fixed.get("h"))]
-    if fixed.get("h") in (None, 1) and (fixed.get("w") is not None or pr.ow > 1):
-        spatial += [(1, tw) for tw in _candidates(pr.ow, fixed.get("w")) if tw < pr.ow]
-    if fixed.get("w") is not None:
-        spatial = [(th, tw) for th, tw in spatial if tw == fixed["w"]]
+    if fixed.get("w") is not None:  # a fixed width: any number of rows
+        tw = min(fixed["w"], pr.ow)
+        spatial = [(th, tw) for th in _candidates(pr.oh, fixed.get("h"))]
+    else:  # whole rows, or a part of one row
+        spatial = [(th, pr.ow) for th in _candidates(pr.oh, fixed.get("h"))]
+        if fixed.get("h") in (None, 1):
+            spatial += [(1, tw) for tw in _candidates(pr.ow) if tw < pr.ow]
     for tn in _candidates(pr.n_t, fixed.get("n")):
         for toc in _candidates(pr.oc_t, fixed.get("c")):
             for th, tw in spatial:

@@ -10,6 +10,8 @@ from pathlib import Path
 import click
 
 from vtasm.cli_support import config_option, open_program, reports_errors, traceback_option
+from vtasm.errors import FormatError, UsageError
+from vtasm.fileio import same_file
 
 from .io import default_out_dir, parse_assignment, parse_dram_range
 from .pipeline import DEFAULT_MAX_OPS
@@ -53,6 +55,7 @@ def run(program: str, config_path: str | None, inputs: tuple[str, ...], outputs:
         trace_format: str | None, trace_file: str | None, trace_uops: bool, check_races: bool, lint: bool) -> None:
     """Run PROGRAM (a .vbin file or a raw directory) to its FINISH."""
     prog = open_program(program, config_path)
+    _check_names(inputs, outputs, dram_dumps, program)
     opts = RunOptions(
         inputs=[parse_assignment(t, "--input") for t in inputs],
         outputs=[parse_assignment(t, "--output") for t in outputs],
@@ -80,8 +83,27 @@ def run(program: str, config_path: str | None, inputs: tuple[str, ...], outputs:
             sys.exit(EXIT_RACES)
 
 
+def _check_names(inputs, outputs, dram_dumps, program: str) -> None:
+    """Refuse a tensor given twice, an output path used twice, or an output over the program."""
+    seen: set[str] = set()
+    for text in inputs:
+        name = parse_assignment(text, "--input")[0]
+        if name in seen:
+            raise UsageError(f"--input {name} is given twice")
+        seen.add(name)
+    paths = [parse_assignment(t, "--output")[1] for t in outputs] + [parse_dram_range(t)[2] for t in dram_dumps]
+    for i, path in enumerate(paths):
+        if path in paths[:i]:
+            raise UsageError(f"output file {path} is given twice")
+        if same_file(path, program):
+            raise UsageError(f"output file {path} is the program itself")
+
+
 def _simulate_to_file(prog, opts: RunOptions, path: Path):
     """Run with the trace going to a file (kept, whole, even when the run faults: it shows what ran)."""
+    if path.is_dir() or not path.parent.resolve().is_dir():
+        raise FormatError(f"{path}: cannot write the trace: "
+                          f"{'it is a directory' if path.is_dir() else 'its directory does not exist'}")
     tmp = path.with_name(f".{path.name}.tmp")
     try:
         with open(tmp, "w") as out:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from vtasm.errors import FormatError
 from vtasm.fileio import write_atomic
 from vtasm.program import Program
 
@@ -62,8 +63,12 @@ def simulate(program: Program, opts: RunOptions, trace_out: TextIO | None = None
         pending.append(PendingFile(Path(path), dram_slice(dram, addr, nbytes, f"--dump-dram {path}")))
     if opts.out_dir is not None and program.dumps:
         pending += collect_dumps(program, dram, opts.out_dir)
+    if opts.out_dir is not None and program.dumps:
+        try:
+            opts.out_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise FormatError(f"{opts.out_dir}: cannot create the output directory: {exc.strerror or exc}") from None
     for f in pending:
-        f.path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(f.path, f.data)
     races = [r.describe(program) for r in checker.report()] if checker else []
     warnings = [w.describe(program) for w in linter.report()] if linter else []

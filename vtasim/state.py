@@ -16,6 +16,7 @@ import numpy as np
 
 from vtasm import isa
 from vtasm.config import VTAConfig
+from vtasm.errors import FormatError
 from vtasm.program import Program
 
 _INT = {8: np.int8, 16: np.int16, 32: np.int32}
@@ -70,10 +71,29 @@ class MachineState:
         self.uop_generation += 1
 
 
+MAX_DRAM_BYTES = 1 << 32  # the simulator models at most 4 GiB of DRAM
+
+
+def check_dram(program: Program) -> int:
+    """The DRAM size, after checking that everything the program places fits in it."""
+    size = program.dram_size()
+    regions = [(f"segment {s.name}", s.addr, s.end) for s in program.segments]
+    regions += [("micro-op table", program.uop_addr, program.uop_end),
+                ("instruction stream", program.insn_addr, program.insn_end)]
+    for what, start, end in regions:
+        if end > start and end > size:
+            raise FormatError(f"{what} (bytes 0x{start:x}..0x{end - 1:x}) does not fit the program's DRAM "
+                              f"of {size:#x} bytes")
+    if size > MAX_DRAM_BYTES:
+        raise FormatError(f"the program needs {size:#x} bytes of DRAM; the simulator models at most "
+                          f"{MAX_DRAM_BYTES:#x} (4 GiB)")
+    return size
+
+
 def new_state(program: Program) -> MachineState:
     """A machine with zeroed buffers and the program's DRAM image loaded."""
     cfg = program.config
-    dram = np.zeros(program.dram_size(), dtype=np.uint8)
+    dram = np.zeros(check_dram(program), dtype=np.uint8)
     for seg in program.segments:
         dram[seg.addr : seg.end] = np.frombuffer(seg.data, dtype=np.uint8)
     from vtasm.encoding import codec_for

@@ -76,7 +76,8 @@ class Region:
         return self.addr + self.size
 
 
-def prepare_segment(decl: SegmentDecl, symbols: Symbols, base_dir: Path) -> PreparedSegment:
+def prepare_segment(decl: SegmentDecl, symbols: Symbols, base_dir: Path,
+                    default_align: int = DEFAULT_ALIGN) -> PreparedSegment:
     """Evaluate a segment's options, tensor view and content sizes."""
     d = decl.directive
     options: dict[str, tuple[object, SourceSpan]] = {}
@@ -87,7 +88,7 @@ def prepare_segment(decl: SegmentDecl, symbols: Symbols, base_dir: Path) -> Prep
             raise AsmError(f"'{key}' is only for .tensor{_TENSOR_OPTIONS[key]}", span)
         options[key] = (value, span)
     addr = _non_negative(symbols, options["@"][0], "address") if "@" in options else None
-    align = DEFAULT_ALIGN
+    align = default_align
     if "align" in options:
         align = symbols.eval(options["align"][0])
         if align <= 0:

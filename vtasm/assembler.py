@@ -72,7 +72,7 @@ def assemble(
     _check_unique("micro-op label", [name for name, _ in unit.labels])
     for decl in unit.segments:
         symbols.define(decl.name, SEGMENT)
-    prepared = [prepare_segment(decl, symbols, Path(base_dir)) for decl in unit.segments]
+    prepared = [prepare_segment(decl, symbols, Path(base_dir), config.dram_align) for decl in unit.segments]
     layout = _layout_values(unit, symbols)
     tables = place(prepared, {
         "uop": (layout.get("uop"), config.uop_elem_bytes * len(unit.uops)),

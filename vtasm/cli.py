@@ -6,7 +6,14 @@ from pathlib import Path
 
 import click
 
-from .cli_support import config_option, explicit_config, open_program, reports_errors, traceback_option
+from .cli_support import (
+    config_option,
+    explicit_config,
+    open_program,
+    refuse_overwriting,
+    reports_errors,
+    traceback_option,
+)
 from .config import resolve_config
 from .fileio import write_atomic
 
@@ -31,6 +38,7 @@ def assemble(source: str, output: str | None, config_path: str | None) -> None:
     from .assembler import assemble_file
     from .vbin import save_vbin
 
+    refuse_overwriting(output, source)
     program = assemble_file(source, explicit_config(config_path), fallback=resolve_config(None))
     save_vbin(program, output or str(Path(source).with_suffix(".vbin")))
 
@@ -45,6 +53,7 @@ def disasm(binary: str, output: str | None, config_path: str | None) -> None:
     """Print a .vbin (or raw directory) as canonical assembly."""
     from .disassembler import disassemble
 
+    refuse_overwriting(output, binary)
     text = disassemble(open_program(binary, config_path))
     if output:
         write_atomic(output, text)
@@ -72,10 +81,11 @@ def dump(binary: str, uops: bool, config_path: str | None) -> None:
 @main.command("export")
 @click.argument("binary", type=click.Path(dir_okay=False))
 @click.option("--raw", "raw_dir", required=True, type=click.Path(file_okay=False), help="Directory to write.")
+@click.option("--force", is_flag=True, help="Write into a directory that is not empty.")
 @config_option
 @traceback_option
 @reports_errors
-def export_cmd(binary: str, raw_dir: str, config_path: str | None) -> None:
+def export_cmd(binary: str, raw_dir: str, force: bool, config_path: str | None) -> None:
     """Write a .vbin as a raw interchange directory (insn.bin, uop.bin, segments, layout.json)."""
     from .raw import export_raw
     from .vbin import check_config_matches, load_vbin
@@ -84,7 +94,7 @@ def export_cmd(binary: str, raw_dir: str, config_path: str | None) -> None:
     cfg = explicit_config(config_path)
     if cfg is not None:
         check_config_matches(program, cfg)
-    export_raw(program, raw_dir)
+    export_raw(program, raw_dir, overwrite=force)
 
 
 @main.command("import")
@@ -98,6 +108,7 @@ def import_cmd(raw_dir: str, output: str, config_path: str | None) -> None:
     from .raw import import_raw
     from .vbin import save_vbin
 
+    refuse_overwriting(output, raw_dir)
     save_vbin(import_raw(raw_dir, explicit_config(config_path), fallback=resolve_config(None)), output)
 
 

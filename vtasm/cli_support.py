@@ -82,6 +82,19 @@ def open_program(path: str, config_path: str | None):
     An explicit --config must match the program's own configuration; a raw
     directory without one uses --config, else ./vta_config.json, else the default.
     """
+    from pathlib import Path
+
     from .raw import load_program
 
-    return load_program(path, explicit_config(config_path), fallback=resolve_config(None))
+    # ./vta_config.json matters only for a raw directory without its own configuration
+    fallback = resolve_config(None) if Path(path).is_dir() else None
+    return load_program(path, explicit_config(config_path), fallback=fallback)
+
+
+def refuse_overwriting(output: str | None, source: str) -> None:
+    """A usage error when an output path would replace the command's own input."""
+    from .errors import UsageError
+    from .fileio import same_file
+
+    if output and same_file(output, source):
+        raise UsageError(f"output {output} is the input file; choose another name")

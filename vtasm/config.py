@@ -112,6 +112,11 @@ class VTAConfig:
     uop_elem_bytes = 4
     insn_bytes = 16
 
+    @property
+    def dram_align(self) -> int:
+        """An alignment good for every memory type: a 4 KiB page, or the largest element if bigger."""
+        return max(4096, self.inp_elem_bytes, self.wgt_elem_bytes, self.acc_elem_bytes, self.out_elem_bytes)
+
     # -- buffer depths (log2 and count of elements) ---------------------------
     @property
     def log_uop_depth(self) -> int:
@@ -172,7 +177,7 @@ def config_from_dict(data: object, origin: str = "configuration") -> VTAConfig:
             raise ConfigError(f"{origin}: missing key {key}")
         value = data[key]
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"{origin}: {key} must be an integer, got {value!r}")
+            raise ConfigError(f"{origin}: {key} must be an integer, got {json.dumps(value)}")
         if value < 0:
             raise ConfigError(f"{origin}: {key} must not be negative, got {value}")
         values[key.lower()] = value
@@ -225,9 +230,11 @@ def load_config(path: str | Path) -> VTAConfig:
     """Read and validate a vta_config.json file."""
     p = Path(path)
     try:
-        text = p.read_text()
+        text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"{p}: cannot read configuration: {exc.strerror or exc}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{p}: not a JSON text file (a vta_config.json is expected)") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

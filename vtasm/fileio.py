@@ -11,23 +11,58 @@ import numpy as np
 from .errors import FormatError
 
 
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
 def write_atomic(path: str | Path, data: bytes | str) -> None:
-    """Write a file so that readers see either the old file or the whole new one."""
-    p = Path(path)
+    """Write a file so that readers see either the old file or the whole new one.
+
+    Symbolic links are written through (the file they point to is replaced);
+    special files (a FIFO, /dev/null) are written in place, since they cannot
+    be replaced; a new file gets the permissions the umask allows, an existing
+    one keeps its own. Problems are one-line FormatErrors.
+    """
     if isinstance(data, str):
         data = data.encode()
-    parent = p.parent if str(p.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=parent)
+    p = Path(os.path.realpath(path))
+    try:
+        if p.is_dir():
+            raise FormatError(f"{path}: cannot write: it is a directory")
+        if p.exists() and not p.is_file():
+            with open(p, "wb") as fh:
+                fh.write(data)
+            return
+        if not p.parent.is_dir():
+            what = "is not a directory" if p.parent.exists() else "does not exist"
+            raise FormatError(f"{path}: cannot write: {p.parent} {what}")
+        mode = p.stat().st_mode & 0o7777 if p.exists() else 0o666 & ~_umask()
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot write: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+        os.chmod(tmp, mode)
         os.replace(tmp, p)
-    except BaseException:
+    except BaseException as exc:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        if isinstance(exc, OSError):
+            raise FormatError(f"{path}: cannot write: {exc.strerror or exc}") from None
         raise
+
+
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """Whether two paths name the same existing file."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def read_bytes(path: str | Path, what: str = "file") -> bytes:
@@ -41,11 +76,23 @@ def read_bytes(path: str | Path, what: str = "file") -> bytes:
 def read_npy(path: str | Path) -> np.ndarray:
     """Load a .npy file (no pickles), with a one-line error for anything unreadable."""
     try:
-        return np.load(Path(path), allow_pickle=False)
+        with open(path, "rb") as fh:
+            head = fh.read(6)
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot read array: {exc.strerror or exc}") from None
+    if head[:2] == b"PK":
+        raise FormatError(f"{path}: an .npz archive; give one array as a .npy file (numpy.save)")
+    if head != b"\x93NUMPY":
+        raise FormatError(f"{path}: not a .npy file (no NUMPY header); write arrays with numpy.save")
+    try:
+        array = np.load(Path(path), allow_pickle=False)
     except OSError as exc:
         raise FormatError(f"{path}: cannot read array: {exc.strerror or exc}") from None
     except ValueError as exc:
         raise FormatError(f"{path}: not a valid .npy array: {exc}") from None
+    if not isinstance(array, np.ndarray):
+        raise FormatError(f"{path}: not a single array")
+    return array
 
 
 def npy_bytes(array: np.ndarray) -> bytes:

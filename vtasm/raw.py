@@ -176,7 +176,7 @@ def layout_of(program: Program) -> dict:
     return layout
 
 
-def export_raw(program: Program, directory: str | Path) -> None:
+def export_raw(program: Program, directory: str | Path, overwrite: bool = False) -> None:
     """Write a program as a raw directory (each file atomically, layout.json last).
 
     The micro-op file (and the ``uop_file`` key) is written only when the
@@ -199,6 +199,9 @@ def export_raw(program: Program, directory: str | Path) -> None:
     for r in program.dumps:
         inside(d, r.file, "export: dump file")
     text = json.dumps(layout_of(program), indent=1) + "\n"
+    if d.is_dir() and any(d.iterdir()) and not overwrite:
+        raise FormatError(f"{d}: directory is not empty; export into a new or empty directory "
+                          "(or use --force to write over it)")
     try:
         d.mkdir(parents=True, exist_ok=True)
         for target, data in planned:

@@ -28,7 +28,7 @@ def test_resnet18_layer_default_config(name):
     result = run_layer(name)
     compiled = result.compiled
     moved = sum(traffic(compiled).values()) - traffic(compiled).get("uop", 0)
-    minimum = sum(t.nbytes for t in compiled.tensors if not t.name.startswith("__"))
+    minimum = sum(t.nbytes for t in compiled.tensors if not t.constant)
     assert moved <= 1.5 * minimum, f"{name} moves {moved / minimum:.2f}x the compulsory minimum"
     assert all(p.tiling.threads == 2 for p in compiled.planned)
 
