@@ -160,3 +160,14 @@ def test_vector_on_the_left_and_alone(rng):
     }"""
     expected = low8(wrap32(np.maximum(v[None, :], a).astype(np.int64) + (v[None, :] >> 1)))
     check(run(src, {"a": a, "v": v}), "y", expected)
+
+
+@pytest.mark.parametrize("key", ["LOG_BLOCK", "LOG_BATCH"])
+def test_elements_larger_than_a_page(rng, key):
+    """Weight elements of 16 KiB (BLOCK 128) or accumulator elements of 8 KiB (BATCH 128): segments must align."""
+    from vtasm.config import DEFAULT_CONFIG, config_from_dict
+
+    cfg = config_from_dict({**DEFAULT_CONFIG, key: 7})
+    x, w = rand8(rng, 1, 128), rand8(rng, 128, 128)
+    src = "kernel m(x: int8[1, 128], w: int8[128, 128]) -> y: int8[1, 128] { y = matmul(x, w) }"
+    check(run(src, {"x": x, "w": w}, cfg), "y", low8(matmul_ref(x, w)))

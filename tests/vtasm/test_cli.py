@@ -111,3 +111,38 @@ def test_local_vta_config_json_is_the_default(tmp_path):
     assert r.returncode == 0, r.stderr
     text = vtasm("disasm", tmp_path / "x.vbin", cwd=tmp_path).stdout
     assert "LOG_BLOCK=3" in text
+
+
+def test_outputs_never_replace_the_input(tmp_path):
+    src = tmp_path / "v.vasm"
+    src.write_text(VADD.read_text())
+    r = vtasm("assemble", src, "-o", src, cwd=tmp_path)
+    assert r.returncode == 2 and "is the input file" in r.stderr
+    assert src.read_text() == VADD.read_text()
+
+
+def test_export_refuses_a_non_empty_directory_without_force(tmp_path):
+    vtasm("assemble", VADD, "-o", tmp_path / "v.vbin", cwd=tmp_path)
+    (tmp_path / "raw").mkdir()
+    (tmp_path / "raw" / "old.bin").write_bytes(b"x")
+    r = vtasm("export", tmp_path / "v.vbin", "--raw", tmp_path / "raw", cwd=tmp_path)
+    assert r.returncode == 1 and "not empty" in r.stderr
+    r = vtasm("export", tmp_path / "v.vbin", "--raw", tmp_path / "raw", "--force", cwd=tmp_path)
+    assert r.returncode == 0 and (tmp_path / "raw" / "layout.json").exists()
+
+
+def test_binary_config_file_is_one_line(tmp_path):
+    vtasm("assemble", VADD, "-o", tmp_path / "v.vbin", cwd=tmp_path)
+    r = vtasm("assemble", VADD, "-o", tmp_path / "x.vbin", "--config", tmp_path / "v.vbin", cwd=tmp_path)
+    assert r.returncode == 1 and "not a JSON text file" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("layout,words", [(".layout dram=16\n", "does not fit"),
+                                          ("", "4 GiB")])
+def test_dram_too_small_or_too_large_is_refused(tmp_path, layout, words):
+    at = "" if layout else " @ 0x10000000000"
+    (tmp_path / "p.vasm").write_text(f"{layout}.data a{at}\n    .zero 4\n.text\n    finish\n")
+    assert vtasm("assemble", tmp_path / "p.vasm", "-o", tmp_path / "p.vbin", cwd=tmp_path).returncode == 0
+    exe = shutil.which("vtasim", path=str(Path(sys.executable).parent))
+    r = subprocess.run([exe, "run", str(tmp_path / "p.vbin")], capture_output=True, text=True, cwd=tmp_path)
+    assert r.returncode == 1 and words in r.stderr and "internal error" not in r.stderr
