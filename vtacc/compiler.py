@@ -88,17 +88,26 @@ def _fixed_tiles(schedule: ck.Schedule, cfg: VTAConfig, op) -> dict[str, int]:
 
 
 def _order(schedule: ck.Schedule) -> str | None:
-    """'weights' (channel groups outermost) or 'inputs' (spatial tiles outermost), as the schedule says."""
+    """'weights' (channel groups outermost) or 'inputs' (spatial tiles outermost), as the schedule says.
+
+    The tiler nests the input-channel (reduction) loop innermost, so an order
+    only decides whether output channels come before or after rows, columns
+    and batch.
+    """
     if not schedule.order:
         return None
     names = list(schedule.order)
-    channel = next((n for n in names if n in ("oc", "o")), None)
-    other = next((n for n in names if n in ("h", "w", "n")), None)
-    if channel is None or other is None:
-        raise CompileError("order must name the output-channel axis (oc or o) and a row, column or batch axis "
-                           "(h, w or n), outermost first: e.g. order = (oc, h) keeps each channel group's "
-                           "weights while the rows stream", schedule.spans.get("order", schedule.span))
-    return "weights" if names.index(channel) < names.index(other) else "inputs"
+    span = schedule.spans.get("order", schedule.span)
+    channel = next((i for i, n in enumerate(names) if n in ("oc", "o")), None)
+    spatial = [i for i, n in enumerate(names) if n in ("h", "w", "n")]
+    reduction = [i for i, n in enumerate(names) if n in ("ic", "k")]
+    if channel is None:
+        raise CompileError("order must place the output-channel axis (oc or o) among the others, e.g. "
+                           "order = (oc, h)", span)
+    if any(r < channel for r in reduction) or any(r < s for r in reduction for s in spatial):
+        raise CompileError("the input-channel (reduction) axis is always the innermost loop; put ic / k last",
+                           span)
+    return "inputs" if spatial and spatial[0] < channel else "weights"
 
 
 def compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_name: str) -> Compiled:

@@ -35,6 +35,17 @@ def test_example_checks(line, source):
     assert checked.kernels
 
 
+@pytest.mark.parametrize("line, source", EXAMPLES, ids=[f"line{line}" for line, _ in EXAMPLES])
+def test_example_compiles_for_the_default_configuration(line, source):
+    from vtacc.program_builder import compile_file
+    from vtasm.config import default_config
+
+    checked = check_source(source, f"language.md:{line}")
+    for kernel in checked.kernels:
+        program = compile_file(checked, default_config(), kernel.name).program
+        assert program.instructions[-1].kind == "finish"
+
+
 @pytest.mark.parametrize("line, source, shown", BAD, ids=[f"line{line}" for line, _, _ in BAD])
 def test_error_example_shows_the_real_messages(line, source, shown):
     lang, _, expected = shown
