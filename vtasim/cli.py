@@ -73,8 +73,14 @@ def run(program: str, config_path: str | None, inputs: tuple[str, ...], outputs:
         report = simulate(prog, opts)
     if profile:
         click.echo(json.dumps(report.result.profile(), indent=1, separators=(",", ":")))
+    extras = report.result.extras
+    wrote = f"; wrote {', '.join(str(p) for p in report.written)}" if report.written else ""
+    click.echo(f"vtasim: FINISH after {extras['instructions']} instructions "
+               f"({extras['uop_executions']:,} micro-op executions){wrote}", err=True)
     for line in report.warnings:
         click.echo(line, err=True)
+    if lint and not report.warnings:
+        click.echo("0 lint warnings", err=True)
     for line in report.races:
         click.echo(line, err=True)
     if check_races:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from vtasm import isa
 from vtasm.encoding import Instruction
 from vtasm.errors import SimFault
+from vtasm.program import Program
 
 
 def insn_title(insn: Instruction) -> str:
@@ -22,4 +23,12 @@ def insn_title(insn: Instruction) -> str:
 
 def fault(index: int, insn: Instruction, message: str) -> SimFault:
     """A SimFault for instruction ``index``: 'instruction 7 (compute stage, GEMM): ...'."""
-    return SimFault(f"instruction {index} ({insn.stage} stage, {insn_title(insn)}): {message}")
+    return SimFault(f"instruction {index} ({insn.stage} stage, {insn_title(insn)}): {message}", index)
+
+
+def source_of(program: Program, index: int | None) -> str:
+    """' [from k.vk:12]' when the program's source map knows instruction ``index``, else ''."""
+    if index is None or not program.source_map:
+        return ""
+    loc = program.source_map.get(index)
+    return f" [from {loc.file}:{loc.line}]" if loc is not None else ""

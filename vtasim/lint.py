@@ -13,7 +13,7 @@ import numpy as np
 from vtasm import isa
 from vtasm.encoding import Instruction
 
-from .faults import insn_title
+from .faults import insn_title, source_of
 from .machine import Machine
 from .pipeline import StepEvent
 
@@ -36,7 +36,8 @@ class Warning_:
         if self.index is None:
             return f"lint [{self.rule}]: {self.message}"
         insn = program.instructions[self.index]
-        return f"lint [{self.rule}]: instruction {self.index} ({insn_title(insn)}): {self.message}"
+        return (f"lint [{self.rule}]: instruction {self.index} ({insn_title(insn)}"
+                f"{source_of(program, self.index)}): {self.message}")
 
 
 class Linter:

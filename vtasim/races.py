@@ -17,7 +17,7 @@ import numpy as np
 from vtasm import isa
 
 from .access import accesses
-from .faults import insn_title
+from .faults import insn_title, source_of
 from .machine import Machine
 from .pipeline import StepEvent
 
@@ -43,8 +43,9 @@ class Race:
             f"{self.buffer}[{self.lo}..{self.hi}]"
         )
         return (
-            f"race on {where}: instruction {self.first} ({insn_title(a)}, {a.stage} stage) "
-            f"{self.first_access} and instruction {self.second} ({insn_title(b)}, {b.stage} stage) "
+            f"race on {where}: instruction {self.first} ({insn_title(a)}, {a.stage} stage"
+            f"{source_of(program, self.first)}) {self.first_access} and instruction {self.second} "
+            f"({insn_title(b)}, {b.stage} stage{source_of(program, self.second)}) "
             f"{self.second_access}; no dependency token orders them"
         )
 

@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from vtasm.errors import FormatError
+from vtasm.errors import FormatError, SimFault
 from vtasm.fileio import write_atomic
 from vtasm.program import Program
 
+from .faults import source_of
 from .io import PendingFile, apply_inputs, collect_dumps, collect_outputs, dram_slice
 from .lint import Linter
 from .machine import Machine, RunResult
@@ -56,7 +57,13 @@ def simulate(program: Program, opts: RunOptions, trace_out: TextIO | None = None
         machine.observe(jsonl_tracer(out, machine.state, opts.trace_uops))
     checker = RaceChecker(machine) if opts.check_races else None
     linter = Linter(machine) if opts.lint else None
-    result = machine.run()
+    try:
+        result = machine.run()
+    except SimFault as exc:
+        where = source_of(program, exc.index)
+        if not where:
+            raise
+        raise SimFault(exc.message + where, exc.index) from None
     dram = result.state.dram
     pending: list[PendingFile] = collect_outputs(program, dram, opts.outputs)
     for addr, nbytes, path in opts.dram_dumps:

@@ -70,9 +70,13 @@ class CompileError(VtaError):
 
 
 class SimFault(VtaError):
-    """A program fault detected while simulating (exit code 3)."""
+    """A program fault detected while simulating (exit code 3); ``index`` is the instruction, if any."""
 
     exit_code = 3
+
+    def __init__(self, message: str, index: int | None = None):
+        super().__init__(message)
+        self.index = index
 
 
 class UsageError(VtaError):

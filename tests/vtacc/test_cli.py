@@ -41,7 +41,7 @@ def test_compiled_program_runs_race_free_and_correct(tmp_path):
     r = tool("vtasim", "run", tmp_path / "v.vbin", "--input", f"a={tmp_path / 'a.npy'}", "--input",
              f"b={tmp_path / 'b.npy'}", "--output", f"c={tmp_path / 'c.npy'}", "--check-races", "--lint", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert "0 race(s) found" in r.stderr and "lint" not in r.stderr
+    assert "0 race(s) found" in r.stderr and "0 lint warnings" in r.stderr and "lint [" not in r.stderr
     expected = (a.astype(np.int64) + b).astype(np.int32).astype(np.int8)
     np.testing.assert_array_equal(np.load(tmp_path / "c.npy"), expected)
 
