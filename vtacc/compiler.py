@@ -10,13 +10,15 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from vtasm.config import VTAConfig
 from vtasm.errors import CompileError
 
 from . import checked as ck
 from .codegen import Generated, generate, identity_bytes
-from .epilogue import Needs, analyse
-from .layouts import ACT, WGT, DramTensor, dram_tensor
+from .epilogue import Needs, analyse, constant_name
+from .layouts import ACT, BIAS, WGT, DramTensor, dram_tensor
 from .operators import GemmProducer, Operator, PoolProducer, TensorTable, build_operator
 from .schedule import IDENTITY, NEG_IDENTITY, schedule_operator
 from .steps import Group
@@ -124,10 +126,20 @@ def compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_na
         table.tensors.setdefault(decl.name, None)  # keep parameter order; kinds come from use
     planned = []
     groups: list[Group] = []
+    constant_tensors: dict[str, DramTensor] = {}
+    constant_data: dict[str, bytes] = {}
     for unit in units:
         op = build_operator(unit.kernel, unit.assign, table)
         schedule = unit.kernel.schedule
         needs = analyse(op.expr, op.producer.node if op.producer else None, op.operands)
+        channels = op.out.dims[1]
+        for value in needs.constants:  # constants too wide for an immediate: int32 vectors in DRAM
+            name = f"{constant_name(value)}_{channels}"
+            if name not in constant_tensors:
+                constant_tensors[name] = dram_tensor(name, "int32", (channels,), BIAS, cfg, constant=True)
+                constant_data[name] = constant_tensors[name].tensor_info().pack(
+                    np.full(channels, value, dtype=np.int32))
+            op.constants[value] = constant_tensors[name]
         if isinstance(op.producer, PoolProducer) and op.producer.x.kind == ACT:
             needs.identity = True  # int8 windows reach the accumulator through the GEMM core
         extra = sum(t.nbytes for t in {id(t): t for t in op.operands.values()}.values())
@@ -137,7 +149,8 @@ def compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_na
         groups += schedule_operator(op, tiling, needs, cfg)
     tensors = [t if t is not None else dram_tensor(n, _decl(entry, n).dtype, _decl(entry, n).shape, ACT, cfg)
                for n, t in table.tensors.items()]
-    constants: dict[str, bytes] = {}
+    constants: dict[str, bytes] = dict(constant_data)
+    tensors += constant_tensors.values()
     if any(p.needs.identity for p in planned):
         tensors.append(dram_tensor(IDENTITY, "int8", (cfg.block_out, cfg.block_in), WGT, cfg, constant=True))
         constants[IDENTITY] = identity_bytes(cfg)

@@ -39,6 +39,7 @@ class Target:
     def alu_bias(self, slot: int, op: str, tensor: DramTensor) -> None: ...
     def copy(self, dst: int, src: int) -> None: ...
     def zero(self, slot: int) -> None: ...
+    def alu_const(self, slot: int, op: str, value: int) -> None: ...
 
 
 @dataclass
@@ -49,7 +50,8 @@ class Needs:
     inp_temp: bool = False  # an int8 operand passes through the input buffer
     identity: bool = False
     neg_identity: bool = False
-    biases: tuple[str, ...] = ()
+    biases: tuple[str, ...] = ()  # per-channel vectors, constant vectors included (one small slot each)
+    constants: tuple[int, ...] = ()  # values too wide for a 16-bit immediate, applied as constant vectors
 
 
 class CountingTarget(Target):
@@ -80,6 +82,12 @@ class CountingTarget(Target):
     def alu_bias(self, slot, op, tensor) -> None:
         if tensor.name not in self._biases:
             self._biases.append(tensor.name)
+            self.needs.biases = tuple(self._biases)
+
+    def alu_const(self, slot, op, value) -> None:
+        if value not in self.needs.constants:
+            self.needs.constants += (value,)
+            self._biases.append(constant_name(value))
             self.needs.biases = tuple(self._biases)
 
     def load_full(self, tensor, slot) -> None:
@@ -254,6 +262,9 @@ class Evaluator:
         elif op == "shr":
             self._shift(slot, value, node)
         elif op == "add":
+            if abs(value) > 4 * IMM_MAX:  # wider than a few immediates: one add of a constant vector
+                self.t.alu_const(slot, "add", value)
+                return
             while value:
                 part = max(IMM_MIN, min(IMM_MAX, value))
                 self.t.alu_imm(slot, "add", part)
@@ -261,9 +272,9 @@ class Evaluator:
         else:
             if (op == "min" and value >= INT32_MAX) or (op == "max" and value <= INT32_MIN):
                 return  # no int32 value is past it: nothing to do
-            if not IMM_MIN <= value <= IMM_MAX:
-                raise CompileError(f"{op}(x, {value}) needs an immediate outside the ALU's 16-bit range "
-                                   f"{IMM_MIN}..{IMM_MAX}", node.span)
+            if not IMM_MIN <= value <= IMM_MAX:  # too wide for an immediate: a constant vector operand
+                self.t.alu_const(slot, op, value)
+                return
             self.t.alu_imm(slot, op, value)
 
     def _shift(self, slot: int, amount: int, node: ck.Node) -> None:
@@ -278,6 +289,11 @@ class Evaluator:
             step = min(-amount, SHIFT_CHUNK_LEFT)
             self.t.alu_imm(slot, "shr", -step)
             amount += step
+
+
+def constant_name(value: int) -> str:
+    """The DRAM vector holding a constant too wide for an immediate (one per value and operator width)."""
+    return f"__const_{'m' if value < 0 else ''}{abs(value)}"
 
 
 _SYMBOL = {"add": "+", "sub": "-", "mul": "*", "shr": ">>", "shl": "<<", "min": "min", "max": "max"}

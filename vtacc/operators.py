@@ -62,6 +62,7 @@ class Operator:
     producer: GemmProducer | PoolProducer | None
     operands: dict[int, DramTensor] = field(default_factory=dict)  # id(TensorRef node) -> tensor
     span: object = None
+    constants: dict[int, DramTensor] = field(default_factory=dict)  # wide constants -> their DRAM vectors
 
     @property
     def out_dims(self) -> tuple[int, int, int, int]:

@@ -164,6 +164,9 @@ class TileTarget(Target):
         self.group.steps.append(Alu(kernel, op))
         self.loaded.discard(slot)
 
+    def alu_const(self, slot: int, op: str, value: int) -> None:
+        self.alu_bias(slot, op, self.op.constants[value])
+
     def zero(self, slot: int) -> None:
         self.group.steps.append(Gemm(contiguous(self.tile.elems, self.base(slot)), reset=True))
         self.loaded.discard(slot)

@@ -185,8 +185,8 @@ def test_random_convolutions_with_random_schedules(case, data):
     }}"""
     try:
         result = run(src, {"x": x, "w": wt}, cfg)
-    except CompileError as exc:
-        assert "no tiling fits" in exc.message
+    except CompileError as exc:  # refused for a stated reason: it does not fit, or the settings contradict
+        assert "no tiling fits" in exc.message or "tile_ic cannot split" in exc.message, exc.message
         return
     assert result.races == []
     np.testing.assert_array_equal(result.outputs["y"], low8(conv_ref(x, wt, stride, pad, groups) >> 5))

@@ -171,3 +171,16 @@ def test_elements_larger_than_a_page(rng, key):
     x, w = rand8(rng, 1, 128), rand8(rng, 128, 128)
     src = "kernel m(x: int8[1, 128], w: int8[128, 128]) -> y: int8[1, 128] { y = matmul(x, w) }"
     check(run(src, {"x": x, "w": w}, cfg), "y", low8(matmul_ref(x, w)))
+
+
+@pytest.mark.parametrize("cfg", ["default", "batch2"])
+def test_constants_wider_than_an_immediate(rng, cfg):
+    """min/max/clip beyond 16 bits and large additions use a constant vector in DRAM, not many immediates."""
+    a = rand32(rng, 3, 64, 8, 8)
+    src = """kernel k(a: int32[3, 64, 8, 8]) -> y: int8[3, 64, 8, 8] {
+        y = (clip(a + 2147483647, -70000, 70000) + 100000) >> 10
+    }"""
+    result = run(src, {"a": a}, config(cfg))
+    t = np.clip(wrap32(a.astype(np.int64) + 2147483647), -70000, 70000).astype(np.int64) + 100000
+    check(result, "y", low8(t >> 10))
+    assert len(result.compiled.program.instructions) < 200
