@@ -51,7 +51,7 @@ __all__ = [
 def load_kernels(path: str | Path) -> CheckedFile:
     """Read, parse and check a .vk file."""
     try:
-        source = Path(path).read_text(encoding="utf-8")
+        source = Path(path).read_text(encoding="utf-8-sig")  # a leading byte-order mark is not text
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
         raise CompileError(f"cannot read {path}: {reason}") from None

@@ -42,7 +42,8 @@ def _producer_text(p) -> str:
         return (f"conv2d {p.kh}x{p.kw} stride {p.stride} pad {p.pad}{groups}, {ic} -> {oc} channels, "
                 f"{ih}x{iw} -> {oh}x{ow}")
     if isinstance(p, PoolProducer):
-        return f"{p.kind} pool {p.size}x{p.size} stride {p.stride} pad {p.pad}"
+        kind = "max pooling" if p.kind == "max" else "sum pooling (avg_pool: sum, then the shift)"
+        return f"{kind} {p.size}x{p.size} stride {p.stride} pad {p.pad}"
     return "element-wise only"
 
 

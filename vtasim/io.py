@@ -9,7 +9,7 @@ import numpy as np
 
 from vtasm.errors import FormatError, UsageError
 from vtasm.fileio import npy_bytes, read_npy
-from vtasm.program import Program, TensorInfo
+from vtasm.program import Program
 
 
 @dataclass(frozen=True)
@@ -42,35 +42,12 @@ def parse_dram_range(text: str) -> tuple[int, int, str]:
     return addr, nbytes, parts[2]
 
 
-def _conform(array: np.ndarray, tensor: TensorInfo, origin: str) -> np.ndarray:
-    """The array in the tensor's dtype: exact match, or an integer array whose values all fit."""
-    want = tensor.np_dtype
-    if tuple(array.shape) != tensor.shape:
-        raise FormatError(
-            f"{origin}: tensor {tensor.name} is {tensor.dtype}{list(tensor.shape)}, "
-            f"the file holds {array.dtype}{list(array.shape)}"
-        )
-    if array.dtype == want:
-        return array
-    if np.issubdtype(array.dtype, np.integer) and array.size:
-        info = np.iinfo(want)
-        lo, hi = int(array.min()), int(array.max())
-        if info.min <= lo and hi <= info.max:
-            return array.astype(want)
-        raise FormatError(
-            f"{origin}: tensor {tensor.name} is {tensor.dtype}, the file's values {lo}..{hi} do not fit it"
-        )
-    if array.size == 0 and np.issubdtype(array.dtype, np.integer):
-        return array.astype(want)
-    raise FormatError(f"{origin}: tensor {tensor.name} is {tensor.dtype}, the file holds {array.dtype}")
-
-
 def apply_inputs(program: Program, dram: np.ndarray, inputs: list[tuple[str, str]]) -> None:
     """Pack each NAME=FILE.npy into its tensor's segment in DRAM."""
     for name, path in inputs:
         tensor = program.tensor(name)
         seg = program.segment(name)
-        data = tensor.pack(_conform(read_npy(path), tensor, path))
+        data = tensor.pack(tensor.conform(read_npy(path), path))
         dram[seg.addr : seg.addr + len(data)] = np.frombuffer(data, dtype=np.uint8)
 
 

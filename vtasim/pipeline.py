@@ -105,9 +105,11 @@ class Pipeline:
                 if all(self.queues[q] for q in flags[i][0]):
                     chosen = (stage, i)
             if chosen is None:
+                if not insns:
+                    raise SimFault("the program has no instructions (it needs at least a FINISH)")
                 if all(pos[s] >= len(lists[s]) for s in isa.STAGES):
                     raise SimFault(f"the program ended without a FINISH instruction (all {len(insns)} instructions "
-                                   f"ran; the last was instruction {len(insns) - 1})")
+                                   f"ran; the last was instruction {len(insns) - 1})", len(insns) - 1)
                 raise self._deadlock(lists, pos, flags)
             stage, i = chosen
             insn = insns[i]

@@ -106,7 +106,8 @@ def prepare_segment(decl: SegmentDecl, symbols: Symbols, base_dir: Path,
                 raise AsmError(f"tensor {tensor.name} takes its content from a file or from "
                                "content directives, not both", decl.contents[0].span)
             try:
-                pieces = [tensor.pack(read_npy(base_dir / src.value))]
+                path = base_dir / src.value
+                pieces = [tensor.pack(tensor.conform(read_npy(path), str(path)))]
             except FormatError as exc:
                 raise AsmError(exc.message, span) from None
         elif size > tensor.nbytes:

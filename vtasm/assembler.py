@@ -104,7 +104,7 @@ def assemble_file(path: str | Path, cfg: VTAConfig | None = None, fallback: VTAC
     """Assemble a ``.vasm`` file (paths in it are relative to its directory)."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = p.read_text(encoding="utf-8-sig")  # a leading byte-order mark is not part of the text
     except OSError as exc:
         raise AsmError(f"{p}: cannot read assembly source: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:

@@ -41,7 +41,9 @@ class VtaError(Exception):
         text = f"{self.span}: {self.message}"
         if self.span.source_line is not None:
             src = self.span.source_line.rstrip("\n")
-            caret = " " * (self.span.column - 1) + "^" * max(1, self.span.length)
+            # keep tabs, so the caret lines up however the terminal expands them
+            lead = "".join(c if c == "\t" else " " for c in src[: self.span.column - 1])
+            caret = lead + "^" * max(1, self.span.length)
             text += f"\n    {src}\n    {caret}"
         return text
 

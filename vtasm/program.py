@@ -77,6 +77,24 @@ class TensorInfo:
     def nbytes(self) -> int:
         return math.prod(self.packed_shape) * self.np_dtype.itemsize
 
+    def conform(self, array: np.ndarray, origin: str) -> np.ndarray:
+        """The array in this tensor's dtype: the same dtype, or integers that all fit it; else FormatError."""
+        want = self.np_dtype
+        if tuple(array.shape) != self.shape:
+            raise FormatError(f"{origin}: tensor {self.name} is {self.dtype}{list(self.shape)}, "
+                              f"the file holds {array.dtype}{list(array.shape)}")
+        if array.dtype == want:
+            return array
+        if not np.issubdtype(array.dtype, np.integer):
+            raise FormatError(f"{origin}: tensor {self.name} is {self.dtype}, the file holds {array.dtype}")
+        if array.size:
+            info = np.iinfo(want)
+            lo, hi = int(array.min()), int(array.max())
+            if lo < info.min or hi > info.max:
+                raise FormatError(f"{origin}: tensor {self.name} is {self.dtype}, "
+                                  f"the file's values {lo}..{hi} do not fit it")
+        return array.astype(want)
+
     def pack(self, array: np.ndarray) -> bytes:
         """Logical array -> packed little-endian bytes (zero padded)."""
         arr = np.asarray(array)
