@@ -20,6 +20,7 @@ and by how much it overflows.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass, field
@@ -242,8 +243,7 @@ def _space(pr: Problem, fixed: dict, gemm: bool, orders: list[str], threads: int
 
 def _overflow(t: Tiling, pr: Problem, needs: Needs, cfg: VTAConfig, gemm: bool, pool: bool, closest):
     """Keep the rejected candidate that overflows the least, with what each buffer lacks (for the error)."""
-    roomy = VTAConfig(**{**cfg.__dict__, "log_inp_buff_size": 40, "log_wgt_buff_size": 40,
-                         "log_acc_buff_size": 40})
+    roomy = dataclasses.replace(cfg, log_inp_buff_size=40, log_wgt_buff_size=40, log_acc_buff_size=40)
     got = _evaluate(t, pr, needs, roomy, gemm, pool, 0)
     if got is None:
         return closest

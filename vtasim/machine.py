@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 from vtasm import isa
@@ -71,7 +72,7 @@ class Machine:
         self.counters = {k: 0 for k in COUNTERS}
         self.plans = PlanCache()
         self.insns = [executable(i) for i in program.instructions]
-        runnable = Program(**{**program.__dict__, "instructions": self.insns})
+        runnable = dataclasses.replace(program, instructions=self.insns)
         self.pipeline = Pipeline(runnable, self._execute, max_ops)
 
     def observe(self, observer: Observer) -> None:
