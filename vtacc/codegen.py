@@ -42,6 +42,8 @@ class Emitted:
 
 @dataclass
 class Generated:
+    """The program with, per instruction, where it came from, and the schedule it was generated from."""
+
     program: Program
     emitted: list[Emitted]
     groups: list[Group]
@@ -225,6 +227,7 @@ def generate(groups: list[Group], tensors: list[DramTensor], constants: dict[str
 
 
 def tensors_by(tensors: list[DramTensor], name: str) -> DramTensor:
+    """The tensor of that name."""
     for t in tensors:
         if t.name == name:
             return t

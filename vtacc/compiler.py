@@ -6,7 +6,6 @@ together and keeps what ``--emit`` and ``--explain`` show.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -46,6 +45,8 @@ class Unit:
 
 @dataclass
 class Compiled:
+    """Everything a compilation produced: the program and the choices behind it (for --explain, --emit)."""
+
     kernel: ck.Kernel
     cfg: VTAConfig
     planned: list[Planned]
@@ -177,7 +178,3 @@ def _decl(kernel: ck.Kernel, name: str) -> ck.TensorDecl:
 def compulsory_bytes(compiled: Compiled) -> int:
     """Every input, weight and output byte moved once (constants excluded)."""
     return sum(t.nbytes for t in compiled.tensors if not t.constant)
-
-
-def ceil_div(a: int, b: int) -> int:
-    return math.ceil(a / b)

@@ -15,7 +15,6 @@ vectors (biases). Anything else is refused with the reason.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 from vtasm.config import VTAConfig
@@ -42,6 +41,8 @@ class GemmProducer:
 
 @dataclass(frozen=True)
 class PoolProducer:
+    """Max or sum pooling of a tensor, on the ALU."""
+
     node: ck.Pool
     x: DramTensor
     kind: str
@@ -217,12 +218,3 @@ def build_operator(kernel: ck.Kernel, assign: ck.Assign, table: TensorTable) -> 
     if producer is None and not op.operands:
         raise CompileError(f"result {target.name} does not depend on any tensor", assign.span)
     return op
-
-
-def min_bytes(op_tensors: list[DramTensor]) -> int:
-    """Compulsory DRAM traffic: every tensor moved once, in its packed size."""
-    return sum(t.nbytes for t in op_tensors)
-
-
-def ceil_div(a: int, b: int) -> int:
-    return math.ceil(a / b)

@@ -57,6 +57,8 @@ class Kernel:
 
 @dataclass(frozen=True)
 class Load:
+    """A DMA from a tensor in DRAM into a buffer."""
+
     buffer: str  # INP, WGT or ACC
     tensor: str
     dma: Dma
@@ -64,18 +66,24 @@ class Load:
 
 @dataclass(frozen=True)
 class Store:
+    """A DMA from the accumulator to a tensor in DRAM (low 8 bits kept)."""
+
     tensor: str
     dma: Dma
 
 
 @dataclass(frozen=True)
 class Gemm:
+    """A GEMM instruction (or an accumulator reset)."""
+
     kernel: Kernel
     reset: bool = False
 
 
 @dataclass(frozen=True)
 class Alu:
+    """An ALU instruction, with an immediate or a tensor operand."""
+
     kernel: Kernel
     op: str  # min, max, add, shr, mul
     imm: int | None = None  # None: tensor operand (src indexes the accumulator)

@@ -36,6 +36,8 @@ INSN_COST = 64  # bytes-equivalent of one instruction in the cost model
 
 @dataclass(frozen=True)
 class Tiling:
+    """A chosen tiling (tile units: batch tiles, channel blocks, rows, columns) and its modelled cost."""
+
     tn: int
     toc: int
     th: int
@@ -99,6 +101,7 @@ class Problem:
 
 
 def problem_of(op: Operator, cfg: VTAConfig) -> Problem:
+    """An operator's sizes in tile units."""
     n, c, h, w = op.out_dims
     n_t, c_t = math.ceil(n / cfg.batch), math.ceil(c / cfg.block_out)
     p = op.producer

@@ -63,6 +63,7 @@ def collect_outputs(program: Program, dram: np.ndarray, outputs: list[tuple[str,
 
 
 def dram_slice(dram: np.ndarray, addr: int, nbytes: int, what: str) -> bytes:
+    """Bytes of a DRAM range, or a FormatError naming ``what`` when it lies outside DRAM."""
     if addr + nbytes > dram.size:
         raise FormatError(f"{what}: bytes 0x{addr:x}..0x{addr + nbytes - 1:x} lie outside DRAM (0x{dram.size:x} bytes)")
     return dram[addr : addr + nbytes].tobytes()

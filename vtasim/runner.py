@@ -26,6 +26,8 @@ from .trace import jsonl_tracer, text_tracer, trace_header
 
 @dataclass
 class RunOptions:
+    """What `vtasim run` was asked to do besides running."""
+
     inputs: list[tuple[str, str]] = field(default_factory=list)
     outputs: list[tuple[str, str]] = field(default_factory=list)
     dram_dumps: list[tuple[int, int, str]] = field(default_factory=list)
@@ -39,6 +41,8 @@ class RunOptions:
 
 @dataclass
 class RunReport:
+    """The run's result, the race and lint reports, and the files written."""
+
     result: RunResult
     races: list[str]
     warnings: list[str]

@@ -29,6 +29,8 @@ def int_dtype(bits: int) -> np.dtype:
 
 @dataclass
 class MachineState:
+    """DRAM, the four on-chip buffers, and decoded micro-ops (see the module docstring)."""
+
     cfg: VTAConfig
     dram: np.ndarray
     inp_bytes: np.ndarray

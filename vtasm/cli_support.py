@@ -22,12 +22,14 @@ EXIT_OK, EXIT_BAD_INPUT, EXIT_USAGE, EXIT_FAULT = 0, 1, 2, 3
 
 
 def traceback_option(fn: Callable) -> Callable:
+    """The --traceback option (show the Python stack on errors)."""
     return click.option(
         "--traceback", is_flag=True, hidden=False, help="Show the Python stack on errors (debugging)."
     )(fn)
 
 
 def config_option(fn: Callable) -> Callable:
+    """The --config option every tool takes."""
     return click.option(
         "--config",
         "config_path",

@@ -158,6 +158,8 @@ class DumpRange:
 
 @dataclass(frozen=True)
 class SourceLoc:
+    """Where an instruction came from: a file name and line."""
+
     file: str
     line: int
 
