@@ -12,7 +12,7 @@ from vtasm.config import resolve_config
 from vtasm.errors import UsageError
 from vtasm.fileio import write_atomic
 
-EMITS = ("asm", "checked", "schedule", "dump")
+EMITS = ("asm", "checked", "schedule", "ir", "dump")
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -21,7 +21,8 @@ EMITS = ("asm", "checked", "schedule", "dump")
               help="Write assembly (.vasm) or, for a .vbin name, the assembled program (default: assembly on stdout).")
 @click.option("--kernel", "kernel_name", help="Kernel to compile (default: 'main' if present, else the last one).")
 @click.option("--emit", type=click.Choice(EMITS), default="asm", show_default=True,
-              help="Stage to print: checked program, tiled schedule, assembly, or the runtime's instruction dump.")
+              help="Stage to print: the checked program, the tiled schedule, both ('ir'), the assembly, "
+                   "or the runtime's instruction dump.")
 @click.option("--explain", is_flag=True, help="Report the tiling, buffer occupancy, counts and DRAM traffic.")
 @config_option
 @traceback_option
@@ -53,10 +54,13 @@ def main(source: str, output: str | None, kernel_name: str | None, emit: str, ex
         click.echo(explain_text(compiled), nl=False, err=output is None)
     if emit == "checked":
         _write(output, _checked_text(checked, kernel_name))
-    elif emit == "schedule":
+    elif emit in ("schedule", "ir"):
         from .steps import format_groups
 
-        _write(output, format_groups(compiled.groups))
+        text = format_groups(compiled.groups)
+        if emit == "ir":
+            text = "# checked program\n" + _checked_text(checked, kernel_name) + "\n# tiled schedule\n" + text
+        _write(output, text)
     elif emit == "dump":
         from vtasm.dump import dump_instructions
 

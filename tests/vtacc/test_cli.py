@@ -46,7 +46,7 @@ def test_compiled_program_runs_race_free_and_correct(tmp_path):
     np.testing.assert_array_equal(np.load(tmp_path / "c.npy"), expected)
 
 
-@pytest.mark.parametrize("emit,marker", [("checked", "matmul(x, w)"), ("schedule", "gemm"),
+@pytest.mark.parametrize("emit,marker", [("checked", "matmul(x, w)"), ("schedule", "gemm"), ("ir", "# tiled schedule"),
                                          ("dump", "INSTRUCTION 0:"), ("asm", ".text")])
 def test_emit_stages(tmp_path, emit, marker):
     r = tool("vtacc", EXAMPLES / "matmul.vk", "--emit", emit, cwd=tmp_path)
