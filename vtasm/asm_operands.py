@@ -82,7 +82,11 @@ def build_instruction(stmt: ast.Insn, ctx: OperandContext) -> Instruction:
     """The instruction a ``.text`` statement describes (fields range-checked)."""
     mnem = MNEMONICS.get(stmt.mnemonic)
     if mnem is None:
-        raise AsmError(f"unknown mnemonic '{stmt.mnemonic}'{suggest(stmt.mnemonic, MNEMONICS)}", stmt.mnemonic_span)
+        hint = suggest(stmt.mnemonic.lower(), MNEMONICS) if stmt.mnemonic.lower() != stmt.mnemonic else ""
+        if stmt.mnemonic.lower() in MNEMONICS:
+            hint = f"; mnemonics are lower case: '{stmt.mnemonic.lower()}'"
+        raise AsmError(f"unknown mnemonic '{stmt.mnemonic}'{hint or suggest(stmt.mnemonic, MNEMONICS)}",
+                       stmt.mnemonic_span)
     kind = mnem.kind
     spec = isa.KINDS[kind]
     fields = _Fields(isa.layout(kind, ctx.cfg), {"opcode": spec.opcode, **dict(mnem.preset)})

@@ -8,7 +8,7 @@ the segments and tables, then build micro-ops, instructions and dumps.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from . import asm_ast as ast
 from .asm_expr import EQU, LABEL, SEGMENT, Symbols
@@ -262,16 +262,23 @@ def _dump(d: ast.Directive, symbols: Symbols, prepared: list[PreparedSegment]) -
     if len(d.args) == 1:
         ref = d.args[0]
         if not isinstance(ref, ast.Sym) or symbols.kind(ref.name) != SEGMENT:
-            raise AsmError('.dump takes a segment name, or ADDR, NBYTES, "FILE"', d.span)
+            segments = [p.decl.name.value for p in prepared if not p.decl.name.quoted]
+            what = f"'{ref.name}' is not a segment{suggest(ref.name, segments)}; " if isinstance(ref, ast.Sym) else ""
+            raise AsmError(f'{what}.dump takes a segment name, or ADDR, NBYTES, "FILE"', d.span)
         seg = next(p for p in prepared if p.decl.name.value == ref.name and not p.decl.name.quoted)
         return DumpRange(seg.addr, seg.size, f"{ref.name}.bin")
     addr, nbytes = (symbols.eval(e) for e in d.args[:2])
     for value, expr, what in ((addr, d.args[0], "address"), (nbytes, d.args[1], "size")):
         if value < 0:
             raise AsmError(f"dump {what} must not be negative, got {value}", expr.span)
-    if not d.args[2].value:
+    name = d.args[2].value
+    if not name:
         raise AsmError(".dump needs a file name", d.args[2].span)
-    return DumpRange(addr, nbytes, d.args[2].value)
+    parts = PurePosixPath(name).parts
+    if PurePosixPath(name).is_absolute() or ".." in parts or name in (".",):
+        raise AsmError(f"dump file '{name}' must stay inside the results directory (no absolute path, no '..')",
+                       d.args[2].span)
+    return DumpRange(addr, nbytes, name)
 
 
 def _source_map(unit: _Unit, filename: str, symbols: Symbols) -> dict[int, SourceLoc] | None:
