@@ -45,7 +45,7 @@ def main() -> None:
         total = time.perf_counter() - t0
         compiled = result.compiled
         t1 = time.perf_counter()
-        from vtacc.check import check_source
+        from vtacc.frontend.check import check_source
         from vtacc.program_builder import compile_file
         compile_file(check_source(src, "layer.vk"), cfg)
         compile_s = time.perf_counter() - t1

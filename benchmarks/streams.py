@@ -120,7 +120,7 @@ def conv_stream(size: int = 14, in_tiles: int = 16, out_tiles: int = 16, chunk: 
 def resnet_stream(cfg: VTAConfig | None = None) -> Program:
     """ResNet-18 layers C2-C11 compiled by vtacc into one program (one kernel, ten outputs)."""
     from tests.vtacc.resnet import RESNET
-    from vtacc.check import check_source
+    from vtacc.frontend.check import check_source
     from vtacc.program_builder import compile_file
 
     params, results, body = [], [], []

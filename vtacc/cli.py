@@ -34,7 +34,7 @@ def main(source: str, output: str | None, kernel_name: str | None, emit: str, ex
 
     Exit codes: 0 success, 1 bad input (error at file:line:col), 2 usage error.
     """
-    from .check import load_kernels
+    from vtacc.frontend.check import load_kernels
 
     refuse_overwriting(output, source)
     wants_binary = bool(output) and Path(output).suffix.lower() == ".vbin"
@@ -55,18 +55,18 @@ def main(source: str, output: str | None, kernel_name: str | None, emit: str, ex
     if emit == "checked":
         _write(output, _checked_text(checked, kernel_name))
     elif emit in ("schedule", "ir"):
-        from .steps import format_groups
+        from vtacc.schedule.steps import format_groups
 
         text = format_groups(compiled.groups)
         if emit == "ir":
             text = "# checked program\n" + _checked_text(checked, kernel_name) + "\n# tiled schedule\n" + text
         _write(output, text)
     elif emit == "dump":
-        from vtasm.dump import dump_instructions
+        from vtasm.formats.dump import dump_instructions
 
         _write(output, dump_instructions(compiled.program))
     elif wants_binary:
-        from vtasm.vbin import save_vbin
+        from vtasm.formats.vbin import save_vbin
 
         save_vbin(compiled.program, output)
     else:
@@ -76,7 +76,8 @@ def main(source: str, output: str | None, kernel_name: str | None, emit: str, ex
 
 
 def _checked_text(checked, kernel_name: str | None) -> str:
-    from .printer import format_checked, format_kernel
+    from vtacc.frontend.printer import format_checked, format_kernel
+
     from .program_builder import pick_entry
 
     if kernel_name is None:

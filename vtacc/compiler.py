@@ -11,17 +11,16 @@ from pathlib import Path
 
 import numpy as np
 
+from vtacc.backend.codegen import Generated, generate, identity_bytes
+from vtacc.frontend import checked as ck
+from vtacc.schedule.epilogue import Needs, analyse, constant_name
+from vtacc.schedule.layouts import ACT, BIAS, WGT, DramTensor, dram_tensor
+from vtacc.schedule.operators import GemmProducer, Operator, PoolProducer, TensorTable, build_operator
+from vtacc.schedule.scheduler import IDENTITY, NEG_IDENTITY, schedule_operator
+from vtacc.schedule.steps import Group
+from vtacc.schedule.tiling import Tiling, choose_tiling
 from vtasm.config import VTAConfig
 from vtasm.errors import CompileError
-
-from . import checked as ck
-from .codegen import Generated, generate, identity_bytes
-from .epilogue import Needs, analyse, constant_name
-from .layouts import ACT, BIAS, WGT, DramTensor, dram_tensor
-from .operators import GemmProducer, Operator, PoolProducer, TensorTable, build_operator
-from .schedule import IDENTITY, NEG_IDENTITY, schedule_operator
-from .steps import Group
-from .tiling import Tiling, choose_tiling
 
 _TILE_KEYS = {"n": "n", "oc": "c", "o": "c", "h": "h", "w": "w", "ic": "ic", "k": "ic"}
 

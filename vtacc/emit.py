@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vtasm.disassembler import disassemble
+from vtasm.asm.disassembler import disassemble
 
 from .compiler import Compiled
 from .explain import explain

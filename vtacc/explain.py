@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+from vtacc.schedule.operators import GemmProducer, PoolProducer
 from vtasm import isa
 
 from .compiler import Compiled, compulsory_bytes
-from .operators import GemmProducer, PoolProducer
 
 
 def traffic(compiled: Compiled) -> dict[str, int]:

@@ -14,10 +14,10 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+from vtacc.frontend import checked as ck
 from vtasm.config import VTAConfig
 from vtasm.errors import CompileError
 
-from . import checked as ck
 from .compiler import Compiled, Unit, compile_units
 
 

@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 from typing import TextIO
 
-from vtasm.dump import format_header, format_instruction
+from vtasm.formats.dump import format_header, format_instruction
 from vtasm.program import Program
 
 from .pipeline import StepEvent

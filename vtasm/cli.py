@@ -35,8 +35,8 @@ def main() -> None:
 @reports_errors
 def assemble(source: str, output: str | None, config_path: str | None) -> None:
     """Assemble a .vasm file into a .vbin."""
-    from .assembler import assemble_file
-    from .vbin import save_vbin
+    from vtasm.asm.assembler import assemble_file
+    from vtasm.formats.vbin import save_vbin
 
     refuse_overwriting(output, source)
     program = assemble_file(source, explicit_config(config_path), fallback=resolve_config(None))
@@ -51,7 +51,7 @@ def assemble(source: str, output: str | None, config_path: str | None) -> None:
 @reports_errors
 def disasm(binary: str, output: str | None, config_path: str | None) -> None:
     """Print a .vbin (or raw directory) as canonical assembly."""
-    from .disassembler import disassemble
+    from vtasm.asm.disassembler import disassemble
 
     refuse_overwriting(output, binary)
     text = disassemble(open_program(binary, config_path))
@@ -69,7 +69,7 @@ def disasm(binary: str, output: str | None, config_path: str | None) -> None:
 @reports_errors
 def dump(binary: str, uops: bool, config_path: str | None) -> None:
     """Print the VTA runtime's instruction listing (and micro-ops with --uops)."""
-    from .dump import dump_instructions, dump_uops
+    from vtasm.formats.dump import dump_instructions, dump_uops
 
     program = open_program(binary, config_path)
     text = dump_instructions(program)
@@ -87,8 +87,8 @@ def dump(binary: str, uops: bool, config_path: str | None) -> None:
 @reports_errors
 def export_cmd(binary: str, raw_dir: str, force: bool, config_path: str | None) -> None:
     """Write a .vbin as a raw interchange directory (insn.bin, uop.bin, segments, layout.json)."""
-    from .raw import export_raw
-    from .vbin import check_config_matches, load_vbin
+    from vtasm.formats.raw import export_raw
+    from vtasm.formats.vbin import check_config_matches, load_vbin
 
     program = load_vbin(binary)
     cfg = explicit_config(config_path)
@@ -105,8 +105,8 @@ def export_cmd(binary: str, raw_dir: str, force: bool, config_path: str | None) 
 @reports_errors
 def import_cmd(raw_dir: str, output: str, config_path: str | None) -> None:
     """Read a raw interchange directory into a .vbin."""
-    from .raw import import_raw
-    from .vbin import save_vbin
+    from vtasm.formats.raw import import_raw
+    from vtasm.formats.vbin import save_vbin
 
     refuse_overwriting(output, raw_dir)
     save_vbin(import_raw(raw_dir, explicit_config(config_path), fallback=resolve_config(None)), output)

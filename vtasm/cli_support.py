@@ -86,7 +86,7 @@ def open_program(path: str, config_path: str | None):
     """
     from pathlib import Path
 
-    from .raw import load_program
+    from vtasm.formats.raw import load_program
 
     # ./vta_config.json matters only for a raw directory without its own configuration
     fallback = resolve_config(None) if Path(path).is_dir() else None

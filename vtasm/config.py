@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import ConfigError
+from .isa import check_layouts_fit
 
 LOG_KEYS = (
     "LOG_INP_WIDTH",
@@ -214,8 +215,6 @@ def _validate(cfg: VTAConfig, origin: str) -> None:
                 "it must hold at least two"
             )
     # Layout fit (micro-op in 32 bits, every instruction in 128 bits).
-    from .isa import check_layouts_fit
-
     problem = check_layouts_fit(cfg)
     if problem:
         raise ConfigError(f"{origin}: {problem}")

@@ -12,10 +12,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from .config import VTAConfig
+if TYPE_CHECKING:  # isa.py is a leaf: the configuration module reads these tables, not the reverse
+    from .config import VTAConfig
 
-Width = Callable[[VTAConfig], int]
+Width = Callable[["VTAConfig"], int]
 
 
 def _fixed(n: int) -> Width:

@@ -6,8 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vtacc.check import check_source
 from vtacc.compiler import Compiled
+from vtacc.frontend.check import check_source
 from vtacc.program_builder import compile_file
 from vtasim.machine import Machine
 from vtasim.races import RaceChecker

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from vtacc.check import CompileErrors, broadcast, check_source, fold, load_kernels
-from vtacc.checked import Binary, Call, Cast, Const, Conv2d, MatMul, Node, Pool, TensorRef
+from vtacc.frontend.check import CompileErrors, broadcast, check_source, fold, load_kernels
+from vtacc.frontend.checked import Binary, Call, Cast, Const, Conv2d, MatMul, Node, Pool, TensorRef
 from vtasm.errors import CompileError
 
 from .resnet import RESNET, layer_source
@@ -550,7 +550,7 @@ kernel second(x: int8[4], x: int8[4]) -> y: int8[4] {
 
 
 def test_format_checked_dump():
-    from vtacc.printer import format_checked
+    from vtacc.frontend.printer import format_checked
 
     text = format_checked(check_source(RESIDUAL, "fc.vk"))
     lines = text.splitlines()

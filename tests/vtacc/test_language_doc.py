@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from vtacc.check import check_source
+from vtacc.frontend.check import check_source
 from vtasm.errors import CompileError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -57,4 +57,4 @@ def test_error_example_shows_the_real_messages(line, source, shown):
 
 def test_grammar_section_is_the_grammar_file_verbatim():
     (grammar,) = [text for lang, _, text in blocks() if lang == "lark"]
-    assert grammar == (ROOT / "vtacc" / "grammar.lark").read_text()
+    assert grammar == (ROOT / "vtacc" / "frontend" / "grammar.lark").read_text()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from vtacc import syntax_tree as st
-from vtacc.parse import parse
+from vtacc.frontend import syntax_tree as st
+from vtacc.frontend.parse import parse
 from vtasm.errors import CompileError
 
 FC = """\

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from vtasim.cli import main
-from vtasm.vbin import save_vbin
+from vtasm.formats.vbin import save_vbin
 
 from .builders import MATMUL_SHIFT, REPO, matmul_program
 from .reference import COUNTERS

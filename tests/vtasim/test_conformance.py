@@ -8,7 +8,7 @@ import pytest
 
 from vtasim.machine import Machine
 from vtasim.races import RaceChecker
-from vtasm.raw import load_program
+from vtasm.formats.raw import load_program
 
 from .builders import CONFORMANCE
 from .reference import COUNTERS, run_reference

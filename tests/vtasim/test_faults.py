@@ -9,7 +9,7 @@ from vtasim.cli import main
 from vtasim.machine import run_program
 from vtasm.encoding import Instruction
 from vtasm.errors import SimFault
-from vtasm.vbin import save_vbin
+from vtasm.formats.vbin import save_vbin
 
 from .builders import (
     ACC,

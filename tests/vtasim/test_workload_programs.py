@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from vtasim.runner import RunOptions, RunReport, simulate
-from vtasm.assembler import assemble, assemble_file
+from vtasm.asm.assembler import assemble, assemble_file
 from vtasm.config import VTAConfig
 from vtasm.program import Program
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import strategies as st
 
 from vtasm import isa
-from vtasm.assembler import assemble
+from vtasm.asm.assembler import assemble
 from vtasm.config import VTAConfig, config_from_dict, load_config
 from vtasm.encoding import Instruction, MicroOp, codec_for
 from vtasm.errors import AsmError

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vtasm.assembler import assemble
+from vtasm.asm.assembler import assemble
 from vtasm.config import default_config
 from vtasm.errors import AsmError
 
@@ -133,7 +133,7 @@ def test_config_directive_must_match_the_given_configuration():
 
 
 def test_unreadable_source_file(tmp_path):
-    from vtasm.assembler import assemble_file
+    from vtasm.asm.assembler import assemble_file
 
     with pytest.raises(AsmError, match="cannot read assembly source"):
         assemble_file(tmp_path / "missing.vasm")

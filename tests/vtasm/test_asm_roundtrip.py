@@ -8,10 +8,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vtasm.assembler import assemble, assemble_file
-from vtasm.disassembler import disassemble
-from vtasm.raw import import_raw
-from vtasm.vbin import write_vbin
+from vtasm.asm.assembler import assemble, assemble_file
+from vtasm.asm.disassembler import disassemble
+from vtasm.formats.raw import import_raw
+from vtasm.formats.vbin import write_vbin
 
 from .asm_helpers import ROUNDTRIP_CONFIGS, golden_config, instructions, programs
 from .paths import CONFORMANCE, REPO, require

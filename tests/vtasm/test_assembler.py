@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vtasm.assembler import assemble, assemble_file
+from vtasm.asm.assembler import assemble, assemble_file
 from vtasm.config import config_from_dict, default_config
 from vtasm.encoding import codec_for
 from vtasm.errors import AsmError

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from vtasm.assembler import assemble
+from vtasm.asm.assembler import assemble
+from vtasm.asm.disassembler import disassemble
 from vtasm.config import DEFAULT_CONFIG, config_from_dict, default_config
-from vtasm.disassembler import disassemble
 from vtasm.encoding import MicroOp, codec_for, make_instruction
 from vtasm.errors import FormatError
+from vtasm.formats.vbin import write_vbin
 from vtasm.program import DumpRange, Program, Segment, SourceLoc, TensorInfo
-from vtasm.vbin import write_vbin
 
 CFG = default_config()
 CONFIG_LINE = (".config TARGET=\"sim\" HW_VER=\"0.0.2\" LOG_INP_WIDTH=3 LOG_WGT_WIDTH=3 LOG_ACC_WIDTH=5 LOG_BATCH=0 "

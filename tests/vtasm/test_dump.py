@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from vtasm.config import default_config
-from vtasm.dump import count_tokens, dump_instructions, dump_uops, format_instruction, new_queues
 from vtasm.encoding import Instruction, MicroOp, codec_for, make_instruction
+from vtasm.formats.dump import count_tokens, dump_instructions, dump_uops, format_instruction, new_queues
 from vtasm.program import Program
 
 INP, WGT, UOP, ACC, OUT, ACC8 = 2, 1, 0, 3, 4, 5

@@ -12,9 +12,9 @@ import pytest
 from vtasm.config import DEFAULT_CONFIG, config_from_dict, default_config
 from vtasm.encoding import MicroOp, make_instruction
 from vtasm.errors import FormatError
+from vtasm.formats.raw import export_raw, import_raw, load_program
+from vtasm.formats.vbin import read_vbin, write_vbin
 from vtasm.program import DumpRange, Program, Segment
-from vtasm.raw import export_raw, import_raw, load_program
-from vtasm.vbin import read_vbin, write_vbin
 
 from .paths import CONFORMANCE, require
 

@@ -11,9 +11,9 @@ import pytest
 from vtasm.config import DEFAULT_CONFIG, config_from_dict, default_config
 from vtasm.encoding import MicroOp, codec_for, make_instruction
 from vtasm.errors import FormatError
+from vtasm.formats.raw import load_program
+from vtasm.formats.vbin import check_config_matches, load_vbin, read_vbin, save_vbin, write_vbin
 from vtasm.program import DumpRange, Program, Segment, SourceLoc, TensorInfo
-from vtasm.raw import load_program
-from vtasm.vbin import check_config_matches, load_vbin, read_vbin, save_vbin, write_vbin
 
 MAGIC = b"VTA\x00VBIN"
 

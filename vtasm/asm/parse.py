@@ -1,6 +1,6 @@
-"""Parsing assembly text into the statements of :mod:`vtasm.asm_ast`.
+"""Parsing assembly text into the statements of :mod:`vtasm.asm.ast`.
 
-The grammar (``asm_syntax.lark``) is built once at import. Lark's errors are
+The grammar (``grammar.lark``) is built once at import. Lark's errors are
 turned into :class:`AsmError` here, with the position and a readable list of
 what was expected.
 """
@@ -16,11 +16,12 @@ from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
 from lark.lexer import PatternStr
 
-from . import asm_ast as ast
-from .errors import AsmError, SourceSpan
+from vtasm.errors import AsmError, SourceSpan
+
+from . import ast
 
 _PARSER = Lark(
-    Path(__file__).with_name("asm_syntax.lark").read_text(),
+    Path(__file__).with_name("grammar.lark").read_text(),
     parser="lalr",
     propagate_positions=True,
     maybe_placeholders=True,

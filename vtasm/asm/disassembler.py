@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import math
 
-from . import isa
-from .errors import FormatError
-from .program import Program, Segment, TensorInfo
+from vtasm import isa
+from vtasm.errors import FormatError
+from vtasm.program import Program, Segment, TensorInfo
+
 from .syntax import (
     OPERANDS,
     QUEUE_KEYS,

@@ -1,4 +1,4 @@
-"""Parsing kernel sources (.vk) into the dataclasses of :mod:`vtacc.syntax_tree`.
+"""Parsing kernel sources (.vk) into the dataclasses of :mod:`vtacc.frontend.syntax_tree`.
 
 The grammar (``grammar.lark``) is built once at import. A small post-lexer
 drops newlines inside parentheses and brackets, so expressions and parameter

@@ -1,6 +1,6 @@
 """The parsed form of an assembly file: one dataclass per statement, each with its span.
 
-:mod:`vtasm.asm_parse` builds these from the Lark tree; the assembler passes
+:mod:`vtasm.asm.parse` builds these from the Lark tree; the assembler passes
 read them. Nothing here knows what a mnemonic or a directive means.
 """
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .errors import SourceSpan
+from vtasm.errors import SourceSpan
 
 # -- expressions ---------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from .errors import FormatError
+from vtasm.errors import FormatError
 
 
 def parse_json(data: bytes, where: str) -> object:

@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+from vtacc.frontend import checked as ck
 from vtasm.errors import CompileError
 
-from . import checked as ck
 from .layouts import ACC, ACT, BIAS, DramTensor
 
 IMM_MIN, IMM_MAX = -(1 << 15), (1 << 15) - 1

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import asm_ast as ast
-from .asm_parse import suggest
-from .errors import AsmError, SourceSpan
+from vtasm.errors import AsmError, SourceSpan
+
+from . import ast
+from .parse import suggest
 from .syntax import BUILTIN_NAMES, is_symbol_name
 
 BUILTIN, EQU, LABEL, SEGMENT = "built-in constant", "constant", "micro-op label", "segment"

@@ -12,8 +12,8 @@ import json
 import re
 from dataclasses import dataclass
 
-from . import isa
-from .config import VTAConfig
+from vtasm import isa
+from vtasm.config import VTAConfig
 
 # -- mnemonics ---------------------------------------------------------------------
 

@@ -15,12 +15,13 @@ from pathlib import Path
 
 import numpy as np
 
-from . import asm_ast as ast
-from .asm_expr import Symbols
-from .asm_parse import suggest
-from .errors import AsmError, FormatError, SourceSpan
-from .fileio import read_bytes, read_npy
-from .program import DTYPES, TensorInfo
+from vtasm.errors import AsmError, FormatError, SourceSpan
+from vtasm.fileio import read_bytes, read_npy
+from vtasm.program import DTYPES, TensorInfo
+
+from . import ast
+from .expr import Symbols
+from .parse import suggest
 
 FIRST_FREE = 0x1000  # the first page is left empty (address 0 is null for some tools)
 DEFAULT_ALIGN = 4096

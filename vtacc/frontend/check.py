@@ -1,14 +1,14 @@
-"""Checking a parsed kernel source into the checked program of :mod:`vtacc.checked`.
+"""Checking a parsed kernel source into the checked program of :mod:`vtacc.frontend.checked`.
 
 The checker resolves names, computes every node's shape and dtype, applies
 the rules of the built-in functions and of kernel calls, folds constants, and
 reads the schedule blocks. It never stops at the first problem: every error
 of the file is collected and, sorted by position, raised as one
-:class:`CompileErrors`. Syntax errors come from :mod:`vtacc.parse`.
+:class:`CompileErrors`. Syntax errors come from :mod:`vtacc.frontend.parse`.
 
-This module checks kernel bodies; the other parts live in :mod:`vtacc.check_support`
-(errors and helpers), :mod:`vtacc.check_calls` (signatures and recursion),
-:mod:`vtacc.check_builtins` (built-in functions) and :mod:`vtacc.check_schedule`
+This module checks kernel bodies; the other parts live in :mod:`vtacc.frontend.check_support`
+(errors and helpers), :mod:`vtacc.frontend.check_calls` (signatures and recursion),
+:mod:`vtacc.frontend.check_builtins` (built-in functions) and :mod:`vtacc.frontend.check_schedule`
 (schedule blocks). Their public names are re-exported here.
 """
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from . import isa
-from .config import default_config
-from .encoding import Instruction, MicroOp, codec_for
-from .program import Program
+from vtasm import isa
+from vtasm.config import default_config
+from vtasm.encoding import Instruction, MicroOp, codec_for
+from vtasm.program import Program
 
 _DEP = "\tdep - pop prev: {pop_prev}, pop next: {pop_next}, push prev: {push_prev}, push next: {push_next}\n"
 _MEM = (

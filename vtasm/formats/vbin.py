@@ -14,13 +14,14 @@ import struct
 import zlib
 from pathlib import Path
 
-from .config import LOG_KEYS, VTAConfig
-from .encoding import codec_for
-from .errors import FormatError
-from .fileio import read_bytes, write_atomic
+from vtasm.config import LOG_KEYS, VTAConfig
+from vtasm.encoding import codec_for
+from vtasm.errors import FormatError
+from vtasm.fileio import read_bytes, write_atomic
+from vtasm.program import Program, Segment
+
 from .jsonfields import parse_json
 from .meta import Meta, build_meta, meta_from_json, smap_from_json, smap_to_json
-from .program import Program, Segment
 
 MAGIC = b"VTA\x00VBIN"
 VERSION = 1

@@ -1,7 +1,7 @@
 """Instruction and micro-op operands: from parsed statements to field values.
 
 The short operand names, their forms and canonical order come from
-:mod:`vtasm.syntax`; field names, widths and ranges from :mod:`vtasm.isa`.
+:mod:`vtasm.asm.syntax`; field names, widths and ranges from :mod:`vtasm.isa`.
 Every error points at the operand (or list element) it is about.
 """
 
@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import asm_ast as ast
-from . import isa
-from .asm_expr import Symbols
-from .asm_parse import suggest
-from .config import VTAConfig
-from .encoding import Instruction, MicroOp, codec_for
-from .errors import AsmError, SourceSpan
+from vtasm import isa
+from vtasm.config import VTAConfig
+from vtasm.encoding import Instruction, MicroOp, codec_for
+from vtasm.errors import AsmError, SourceSpan
+
+from . import ast
+from .expr import Symbols
+from .parse import suggest
 from .syntax import (
     MNEMONICS,
     OPERANDS,

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .config import VTAConfig, config_from_dict
-from .errors import ConfigError, FormatError
+from vtasm.config import VTAConfig, config_from_dict
+from vtasm.errors import ConfigError, FormatError
+from vtasm.program import DTYPES, DumpRange, Program, SourceLoc, TensorInfo
+
 from .jsonfields import get_int, get_list, get_object, get_str
-from .program import DTYPES, DumpRange, Program, SourceLoc, TensorInfo
 
 META_KEYS = (
     "config",

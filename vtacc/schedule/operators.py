@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from vtacc.frontend import checked as ck
 from vtasm.config import VTAConfig
 from vtasm.errors import CompileError
 
-from . import checked as ck
 from .layouts import ACC, ACT, BIAS, WGT, DramTensor, dram_tensor, view4
 
 

@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from vtacc.schedule.layouts import DramTensor
+from vtacc.schedule.steps import ACC, INP, WGT, Alu, Gemm, Group, Kernel, Load, Store
 from vtasm import isa
 from vtasm.config import VTAConfig
 from vtasm.encoding import Instruction, MicroOp, codec_for, make_instruction
 from vtasm.errors import CompileError, EncodeError
 from vtasm.program import DumpRange, Program, Segment, SourceLoc, TensorInfo
 
-from .layouts import DramTensor
-from .steps import ACC, INP, WGT, Alu, Gemm, Group, Kernel, Load, Store
 from .tokens import Access, assign_tokens, dependencies
 
 PAGE = 4096

@@ -1,6 +1,6 @@
 """The parsed form of a kernel source (.vk): frozen dataclasses, each with its span.
 
-:mod:`vtacc.parse` builds these from the Lark tree; :mod:`vtacc.check`
+:mod:`vtacc.frontend.parse` builds these from the Lark tree; :mod:`vtacc.frontend.check`
 resolves names and computes shapes. Nothing here knows what a name means:
 dtypes, built-in functions, keyword arguments and schedule keys are plain
 strings until checking.

@@ -13,12 +13,13 @@ import json
 import re
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
-from .config import VTAConfig, config_from_dict, default_config
-from .encoding import codec_for
-from .errors import ConfigError, FormatError
-from .fileio import read_bytes, write_atomic
+from vtasm.config import VTAConfig, config_from_dict, default_config
+from vtasm.encoding import codec_for
+from vtasm.errors import ConfigError, FormatError
+from vtasm.fileio import read_bytes, write_atomic
+from vtasm.program import DumpRange, Program, Segment
+
 from .jsonfields import get_int, get_list, get_object, get_str, parse_json
-from .program import DumpRange, Program, Segment
 from .vbin import check_config_matches, check_uops_kept, config_difference, is_vbin, read_vbin
 
 LAYOUT = "layout.json"

@@ -10,15 +10,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from . import asm_ast as ast
-from .asm_expr import EQU, LABEL, SEGMENT, Symbols
-from .asm_layout import CONTENT_DIRECTIVES, PreparedSegment, SegmentDecl, place, prepare_segment
-from .asm_operands import OperandContext, build_instruction, build_uop
-from .asm_parse import parse, suggest
-from .config import VTAConfig, config_from_dict, default_config
-from .encoding import Instruction, codec_for
-from .errors import AsmError, ConfigError, SourceSpan
-from .program import DumpRange, Program, Segment, SourceLoc
+from vtasm.config import VTAConfig, config_from_dict, default_config
+from vtasm.encoding import Instruction, codec_for
+from vtasm.errors import AsmError, ConfigError, SourceSpan
+from vtasm.program import DumpRange, Program, Segment, SourceLoc
+
+from . import ast
+from .expr import EQU, LABEL, SEGMENT, Symbols
+from .layout import CONTENT_DIRECTIVES, PreparedSegment, SegmentDecl, place, prepare_segment
+from .operands import OperandContext, build_instruction, build_uop
+from .parse import parse, suggest
 from .syntax import UOP_MNEMONIC, UOP_RAW_MNEMONIC, builtins
 
 _UOP_MNEMONICS = (UOP_MNEMONIC, UOP_RAW_MNEMONIC)
