@@ -1,0 +1,327 @@
+"""The timing engine: a discrete-event model of VTA's four modules and its memory engine.
+
+Fetch reads the instruction stream in chunks (one burst each) and dispatches
+the instructions one per cycle into the three module queues. Load, compute
+and store each run their queue in order: an instruction starts when it is in
+the queue, the module is free and every token it pops has been pushed; DMA
+instructions then issue their bursts to the shared memory engine, which
+serves read clients by fixed priority (fetch, micro-op, input, weight,
+accumulator) with a bounded number of reads in flight, and writes on their
+own channel. The result is, for every instruction, the cycle it starts and
+ends and how long it waited for tokens and for memory, plus every memory
+transfer. Nothing here looks at data: timing depends on the instructions only.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from collections.abc import Generator
+from dataclasses import dataclass, field
+
+from vtasm.errors import SimFault
+
+from .plan import COMPUTE, EXEC, FETCH, FINISH, LOAD, MODULES, QUEUES, READ, STORE, SYNC, WRITE, Work
+from .profile import Profile
+
+
+@dataclass
+class InsnTime:
+    """When one instruction ran on its module."""
+
+    index: int
+    module: int
+    ready: int  # in the queue and the module free
+    start: int  # tokens popped, execution begins
+    end: int  # done (tokens pushed at this cycle)
+    mem_wait: int = 0  # cycles its bursts waited for the memory engine
+
+
+@dataclass
+class Transfer:
+    """One burst on the memory engine."""
+
+    index: int  # instruction (-1 for fetch)
+    client: str  # fetch, uop, inp, wgt, acc or out
+    accept: int
+    first: int
+    last: int
+    beats: int
+
+
+@dataclass
+class Timeline:
+    """Everything the engine computed."""
+
+    cycles: int
+    insns: list[InsnTime]
+    transfers: list[Transfer] = field(default_factory=list)
+    fetches: list[tuple[int, int, int]] = field(default_factory=list)  # (first insn, accept, last dispatch)
+    tokens: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # queue -> (cycle, count) steps
+
+
+class _Signal:
+    """A growing list of event times that processes can wait on by position."""
+
+    def __init__(self) -> None:
+        self.times: list[int] = []
+        self.waiters: dict[int, tuple[Generator, int, int]] = {}
+
+
+class _Engine:
+    def __init__(self, works: list[Work], profile: Profile, record: bool):
+        self.p = profile
+        self.works = works
+        self.record = record
+        self.heap: list = []
+        self.seq = 0
+        self.pushes = [_Signal() for _ in QUEUES]
+        self.pops = [0] * len(QUEUES)
+        self.dispatched = [_Signal() for _ in MODULES]
+        self.done = [_Signal() for _ in MODULES]
+        self.queues: list[list[Work]] = [[] for _ in MODULES]
+        for w in works:
+            self.queues[w.module].append(w)
+        self.insns: list[InsnTime | None] = [None] * len(works)
+        self.transfers: list[Transfer] = []
+        self.fetches: list[tuple[int, int, int]] = []
+        self.finish: int | None = None
+        # read port
+        self.rd_pending: list[tuple[int, int, int, int, Generator]] = []  # (client, t_req, seq, beats, gen)
+        self.rd_slots = [0] * profile.reads_in_flight
+        self.rd_next_cmd = 0
+        self.rd_data_free = 0
+        self.rd_decision_at: set[int] = set()
+        # write port
+        self.wr_pending: deque = deque()
+        self.wr_free = 0
+        self.wr_decision_at: set[int] = set()
+
+    # -- scheduling ---------------------------------------------------------
+    def _at(self, t: int, gen: Generator, value, order: int = 0) -> None:
+        self.seq += 1
+        heapq.heappush(self.heap, (t, order, self.seq, gen, value))
+
+    def _step(self, gen: Generator, value) -> None:
+        try:
+            cmd = gen.send(value)
+        except StopIteration:
+            return
+        op = cmd[0]
+        if op == "sig":
+            _, sig, k, t, delay = cmd
+            if k < len(sig.times):
+                self._at(max(t, sig.times[k] + delay), gen, max(t, sig.times[k] + delay))
+            else:
+                sig.waiters[k] = (gen, t, delay)
+        elif op == "read":
+            _, t, client, beats = cmd
+            self.seq += 1
+            self.rd_pending.append((client, t, self.seq, beats, gen))
+            self._read_decision(max(t, self._read_free()))
+        else:  # write
+            _, t, beats, busy = cmd
+            self.wr_pending.append((t, beats, busy, gen))
+            self._write_decision(max(t, self.wr_free))
+
+    def _signal(self, sig: _Signal, t: int) -> None:
+        k = len(sig.times)
+        sig.times.append(t)
+        waiter = sig.waiters.pop(k, None)
+        if waiter is not None:
+            gen, t0, delay = waiter
+            when = max(t0, t + delay)
+            self._at(when, gen, when)
+
+    # -- memory engine --------------------------------------------------------
+    def _read_free(self) -> int:
+        return max(self.rd_next_cmd, min(self.rd_slots))
+
+    def _read_decision(self, t: int) -> None:
+        if t not in self.rd_decision_at:
+            self.rd_decision_at.add(t)
+            self._at(t, None, ("rd",), order=1)
+
+    def _write_decision(self, t: int) -> None:
+        if t not in self.wr_decision_at:
+            self.wr_decision_at.add(t)
+            self._at(t, None, ("wr",), order=1)
+
+    def _decide_read(self, t: int) -> None:
+        self.rd_decision_at.discard(t)
+        if not self.rd_pending or self._read_free() > t:
+            return
+        eligible = [r for r in self.rd_pending if r[1] <= t]
+        if not eligible:
+            self._read_decision(min(r[1] for r in self.rd_pending))
+            return
+        req = min(eligible)
+        self.rd_pending.remove(req)
+        client, _, _, beats, gen = req
+        p = self.p
+        first = max(t + p.read_setup + p.latency, self.rd_data_free)
+        last = first + beats - 1
+        self.rd_data_free = last + 1
+        slot = self.rd_slots.index(min(self.rd_slots))
+        self.rd_slots[slot] = last + 1
+        self.rd_next_cmd = t + 1
+        self._at(t, gen, (t, first, last))
+        if self.rd_pending:
+            self._read_decision(max(self._read_free(), min(r[1] for r in self.rd_pending)))
+
+    def _decide_write(self, t: int) -> None:
+        self.wr_decision_at.discard(t)
+        if not self.wr_pending or self.wr_free > t:
+            return
+        t_req, beats, busy, gen = self.wr_pending[0]
+        if t_req > t:
+            self._write_decision(t_req)
+            return
+        self.wr_pending.popleft()
+        p = self.p
+        first = t + p.write_setup
+        last = first + busy - 1
+        ack = last + p.write_response + p.latency
+        self.wr_free = ack + 1
+        self._at(t, gen, (t, first, last, ack))
+        if self.wr_pending:
+            self._write_decision(max(self.wr_free, self.wr_pending[0][0]))
+
+    # -- processes ----------------------------------------------------------
+    def _fetch(self):
+        p = self.p
+        n = len(self.works)
+        beats_per_insn = max(1, 16 // p.bus_bytes)
+        counts = [0] * len(MODULES)
+        t = p.fetch_start
+        i = 0
+        while i < n:
+            k = min(p.fetch_chunk, n - i)
+            accept, first, last = yield ("read", t, FETCH, k * beats_per_insn)
+            if self.record:
+                self.transfers.append(Transfer(-1, "fetch", accept, first, last, k * beats_per_insn))
+            d = last + 1
+            for j in range(i, i + k):
+                m = self.works[j].module
+                if counts[m] >= p.queue_depth:
+                    d = yield ("sig", self.done[m], counts[m] - p.queue_depth, d, 1)
+                self._signal(self.dispatched[m], d)
+                counts[m] += 1
+                d += p.fetch_dispatch
+            self.fetches.append((i, accept, d - p.fetch_dispatch))
+            t = d - p.fetch_dispatch + p.fetch_gap
+            i += k
+
+    def _module(self, m: int):
+        p = self.p
+        free = 0
+        for j, w in enumerate(self.queues[m]):
+            t = yield ("sig", self.dispatched[m], j, free, 1)
+            ready = t
+            for q in w.pops:
+                t = yield ("sig", self.pushes[q], self.pops[q], t, p.token_latency)
+                self.pops[q] += 1
+            start = t
+            mem_wait = 0
+            kind = w.kind
+            if kind == EXEC:
+                end = start + w.cycles
+            elif kind == READ:
+                t = start + 1
+                inflight: deque[int] = deque()
+                last = t - 1
+                for beats, gap in zip(w.bursts, w.gaps, strict=True):
+                    t += gap
+                    if len(inflight) >= p.client_reads_in_flight:
+                        t = max(t, inflight.popleft() + 1)
+                    accept, first, last = yield ("read", t, w.client, beats)
+                    mem_wait += accept - t
+                    if self.record:
+                        self.transfers.append(Transfer(w.index, _client_name(w.client), accept, first, last, beats))
+                    inflight.append(last)
+                    t = accept + 1 if p.client_reads_in_flight > 1 else last + 1
+                end = max(last, t - 1) + w.tail if w.bursts else start + 1 + w.tail
+            elif kind == WRITE:
+                t = start + 1
+                end = start + 1
+                for beats, busy in zip(w.bursts, w.busy, strict=True):
+                    accept, first, last, ack = yield ("write", t, beats, busy)
+                    mem_wait += accept - t
+                    if self.record:
+                        self.transfers.append(Transfer(w.index, "out", accept, first, last, beats))
+                    end = ack
+                    t = ack + 1
+            elif kind == SYNC:
+                end = start + w.cycles
+            else:  # FINISH
+                end = start + w.cycles
+                self.finish = end
+            self.insns[w.index] = InsnTime(w.index, m, ready, start, end, mem_wait)
+            self._signal(self.done[m], end)
+            for q in w.pushes:
+                self._signal(self.pushes[q], end)
+            free = end + p.insn_gap
+            if kind == FINISH:
+                return
+
+    def run(self) -> Timeline:
+        for gen in (self._fetch(), self._module(LOAD), self._module(COMPUTE), self._module(STORE)):
+            self._step(gen, None)
+        heap = self.heap
+        while heap:
+            t, _, _, gen, value = heapq.heappop(heap)
+            if gen is None:
+                if value[0] == "rd":
+                    self._decide_read(t)
+                else:
+                    self._decide_write(t)
+            else:
+                self._step(gen, value)
+            if self.finish is not None and not heap:
+                break
+        if self.finish is None:
+            self._deadlock()
+        insns = [x for x in self.insns if x is not None]
+        return Timeline(self.finish, insns, self.transfers, self.fetches, self._token_steps())
+
+    def _token_steps(self) -> dict[str, list[tuple[int, int]]]:
+        if not self.record:
+            return {}
+        out = {}
+        pop_times: list[list[int]] = [[] for _ in QUEUES]
+        for w, it in zip(self.works, self.insns, strict=True):
+            if it is None:
+                continue
+            for q in w.pops:
+                pop_times[q].append(it.start)
+        for q, name in enumerate(QUEUES):
+            events = [(t, 1) for t in self.pushes[q].times] + [(t, -1) for t in pop_times[q]]
+            events.sort()
+            level, steps = 0, []
+            for t, d in events:
+                level += d
+                steps.append((t, level))
+            out[name] = steps
+        return out
+
+    def _deadlock(self) -> None:
+        waiting = []
+        for m, queue in enumerate(self.queues):
+            done = sum(1 for w in queue if self.insns[w.index] is not None)
+            if done < len(queue):
+                w = queue[done]
+                names = ", ".join(QUEUES[q] for q in w.pops) or "the fetch unit"
+                waiting.append(f"{MODULES[m]} at instruction {w.index} waits on {names}")
+        detail = "; ".join(waiting) if waiting else "FINISH never ran"
+        raise SimFault(f"timing: deadlock: {detail}")
+
+
+def _client_name(client: int) -> str:
+    return ("fetch", "uop", "inp", "wgt", "acc")[client]
+
+
+def simulate(works: list[Work], profile: Profile, record: bool = True) -> Timeline:
+    """Run the timing model over planned instructions (``record`` keeps transfers for pictures)."""
+    if not works or works[-1].kind != FINISH and not any(w.kind == FINISH for w in works):
+        raise SimFault("timing: the program has no FINISH instruction")
+    return _Engine(works, profile, record).run()

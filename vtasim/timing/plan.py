@@ -1,0 +1,168 @@
+"""What each instruction asks of the hardware, independent of the data.
+
+An instruction becomes a :class:`Work` item: the module that runs it, the
+token queues it pops and pushes, and either a fixed number of cycles (GEMM,
+ALU, NOPs, FINISH) or a list of DMA bursts with the idle cycles (padding)
+before each and after the last. Everything is derived from the instruction
+fields, the configuration's element sizes and the hardware profile.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vtasm import isa
+from vtasm.config import VTAConfig
+from vtasm.encoding import Instruction
+
+from .profile import Profile
+
+LOAD, COMPUTE, STORE = 0, 1, 2
+MODULES = ("load", "compute", "store")
+
+# Token queues, named by direction: producer to consumer.
+L2G, G2L, G2S, S2G = 0, 1, 2, 3
+QUEUES = ("l2g", "g2l", "g2s", "s2g")
+
+# Read clients of the memory engine, in the Chisel designs' fixed priority order.
+FETCH, UOP, INP, WGT, ACC = 0, 1, 2, 3, 4
+CLIENTS = ("fetch", "uop", "inp", "wgt", "acc")
+
+_MEM_CLIENT = {isa.MEM_TYPES["uop"]: UOP, isa.MEM_TYPES["inp"]: INP, isa.MEM_TYPES["wgt"]: WGT,
+               isa.MEM_TYPES["acc"]: ACC, isa.MEM_TYPES["acc8"]: ACC}
+
+EXEC, READ, WRITE, SYNC, FINISH = "exec", "read", "write", "sync", "finish"
+
+
+@dataclass
+class Work:
+    """One instruction as the timing model sees it."""
+
+    index: int
+    module: int
+    kind: str  # EXEC, READ, WRITE, SYNC or FINISH
+    pops: tuple[int, ...]
+    pushes: tuple[int, ...]
+    cycles: int = 0  # EXEC, SYNC, FINISH: cycles from start to done
+    client: int = -1  # READ: the memory engine client
+    bursts: tuple[int, ...] = ()  # READ/WRITE: beats of each burst, in order
+    gaps: tuple[int, ...] = ()  # idle cycles before each burst (padding written without DRAM traffic)
+    tail: int = 0  # idle cycles after the last burst
+    busy: tuple[int, ...] = ()  # WRITE: cycles each burst keeps the data channel busy
+    bytes: int = 0  # DRAM bytes moved
+    executions: int = 0  # GEMM/ALU micro-op executions
+    macs: int = 0  # GEMM multiply-accumulates
+
+
+def _tokens(insn: Instruction, module: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    f = insn.fields
+    prev_q, next_q = {LOAD: (None, (G2L, L2G)), COMPUTE: ((L2G, G2L), (S2G, G2S)), STORE: ((G2S, S2G), None)}[
+        module]
+    pops, pushes = [], []
+    # Each side is (queue popped from that neighbour, queue pushed to it).
+    if f.get("pop_prev") and prev_q:
+        pops.append(prev_q[0])
+    if f.get("pop_next") and next_q:
+        pops.append(next_q[0])
+    if f.get("push_prev") and prev_q:
+        pushes.append(prev_q[1])
+    if f.get("push_next") and next_q:
+        pushes.append(next_q[1])
+    return tuple(pops), tuple(pushes)
+
+
+def _split(beats: int, profile: Profile, addr: int) -> list[int]:
+    """A row of ``beats`` beats at byte address ``addr`` cut into bursts."""
+    out = []
+    limit = profile.burst_beats
+    boundary = profile.burst_boundary_bytes // profile.bus_bytes if profile.burst_boundary_bytes else 0
+    beat = addr // profile.bus_bytes
+    while beats > 0:
+        n = min(beats, limit)
+        if boundary:
+            n = min(n, boundary - beat % boundary)
+        out.append(n)
+        beats -= n
+        beat += n
+    return out
+
+
+def _read_work(w: Work, insn: Instruction, cfg: VTAConfig, profile: Profile) -> None:
+    f = insn.fields
+    mem = f["memory_type"]
+    bus = profile.bus_bytes
+    if mem == isa.MEM_TYPES["uop"]:
+        n = f["x_size"]
+        beats = -(-n * 4 // bus)
+        w.bursts = tuple(_split(beats, profile, f["dram_base"] * 4))
+        w.gaps = (0,) * len(w.bursts)
+        w.bytes = n * 4
+        return
+    elem = {isa.MEM_TYPES["inp"]: cfg.inp_elem_bytes, isa.MEM_TYPES["wgt"]: cfg.wgt_elem_bytes}.get(
+        mem, cfg.acc_elem_bytes)
+    per = -(-elem // bus)  # beats per element
+    x, y, stride = f["x_size"], f["y_size"], f["x_stride"]
+    xp0, xp1, yp0, yp1 = f["x_pad_0"], f["x_pad_1"], f["y_pad_0"], f["y_pad_1"]
+    width = (xp0 + x + xp1) * per
+    bursts, gaps = [], []
+    pending = yp0 * width
+    for row in range(y):
+        pending += xp0 * per
+        for i, n in enumerate(_split(x * per, profile, (f["dram_base"] + row * stride) * elem)):
+            bursts.append(n)
+            gaps.append(pending if i == 0 else 0)
+            pending = 0
+        pending += xp1 * per
+    w.bursts, w.gaps, w.tail = tuple(bursts), tuple(gaps), pending + yp1 * width
+    w.bytes = x * y * elem
+
+
+def _write_work(w: Work, insn: Instruction, cfg: VTAConfig, profile: Profile) -> None:
+    f = insn.fields
+    elem = cfg.out_elem_bytes
+    per = -(-elem // profile.bus_bytes)
+    x, y, stride = f["x_size"], f["y_size"], f["x_stride"]
+    bursts, busy = [], []
+    for row in range(y):
+        for n in _split(x * per, profile, (f["dram_base"] + row * stride) * elem):
+            bursts.append(n)
+            elements = -(-n // per)
+            busy.append(n + profile.store_bubble * (elements - 1))
+    w.bursts, w.busy, w.gaps = tuple(bursts), tuple(busy), (0,) * len(bursts)
+    w.bytes = x * y * elem
+
+
+def plan(instructions: list[Instruction], cfg: VTAConfig, profile: Profile) -> list[Work]:
+    """The timing view of every instruction of a program."""
+    out = []
+    macs_per_exec = cfg.batch * cfg.block_in * cfg.block_out
+    for index, insn in enumerate(instructions):
+        f = insn.fields
+        opcode = insn.opcode
+        stage = insn.stage
+        module = {"load": LOAD, "compute": COMPUTE, "store": STORE}.get(stage, COMPUTE)
+        pops, pushes = _tokens(insn, module)
+        w = Work(index, module, EXEC, pops, pushes)
+        if opcode == isa.OPCODES["finish"]:
+            w.kind, w.cycles = FINISH, profile.finish_cycles
+        elif opcode in (isa.OPCODES["load"], isa.OPCODES["store"]) and f["x_size"] == 0:
+            w.kind, w.cycles = SYNC, profile.sync_cycles
+        elif opcode == isa.OPCODES["load"]:
+            w.kind, w.client = READ, _MEM_CLIENT.get(f["memory_type"], ACC)
+            _read_work(w, insn, cfg, profile)
+        elif opcode == isa.OPCODES["store"]:
+            w.kind = WRITE
+            _write_work(w, insn, cfg, profile)
+        elif opcode == isa.OPCODES["gemm"]:
+            n = f["iter_out"] * f["iter_in"] * max(f["uop_end"] - f["uop_bgn"], 0)
+            per = profile.gemm_reset_per_execution if f["reset"] else profile.gemm_per_execution
+            w.cycles = profile.gemm_fixed + per * n + (profile.gemm_drain if n > 1 else 0)
+            w.executions = n
+            w.macs = 0 if f["reset"] else n * macs_per_exec
+        else:  # ALU
+            n = f["iter_out"] * f["iter_in"] * max(f["uop_end"] - f["uop_bgn"], 0)
+            per = profile.alu_imm_per_execution if f["use_imm"] else profile.alu_tensor_per_execution
+            w.cycles = profile.alu_fixed + per * n + (profile.alu_drain if n > 1 else 0)
+            w.executions = n
+        out.append(w)
+    return out

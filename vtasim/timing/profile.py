@@ -1,0 +1,219 @@
+"""Hardware profiles: every cost the timing model uses, as data.
+
+A profile is a small TOML file (see ``profiles/``) of cycle costs, bus and
+memory parameters and the clock. Element sizes are not in it: they come from
+the VTA configuration, so one profile serves every configuration. Users load
+a built-in profile by name or their own file, and override single values
+with ``section.key=value`` (or a bare key when it is unique).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from dataclasses import dataclass, fields
+from importlib import resources
+from pathlib import Path
+
+from vtasm.errors import ConfigError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+BUILTIN = ("chisel-2019", "chisel-2021", "hls")
+DEFAULT = "chisel-2019"
+
+
+@dataclass(frozen=True)
+class Profile:
+    """The costs of one VTA hardware design (cycles unless said otherwise)."""
+
+    name: str
+    description: str
+    clock_mhz: float
+    # memory engine
+    bus_bytes: int
+    burst_beats: int
+    burst_boundary_bytes: int
+    latency: int
+    reads_in_flight: int
+    client_reads_in_flight: int
+    read_setup: int
+    write_setup: int
+    write_response: int
+    store_bubble: int
+    # fetch
+    fetch_chunk: int
+    fetch_start: int
+    fetch_dispatch: int
+    fetch_gap: int
+    queue_depth: int
+    # modules
+    insn_gap: int
+    sync_cycles: int
+    token_latency: int
+    finish_cycles: int
+    # compute
+    gemm_per_execution: int
+    gemm_reset_per_execution: int
+    gemm_drain: int
+    gemm_fixed: int
+    alu_imm_per_execution: int
+    alu_tensor_per_execution: int
+    alu_drain: int
+    alu_fixed: int
+
+
+# TOML section -> attribute prefix; keys of [memory] keep their own names.
+_SECTIONS = {"memory": "", "fetch": "fetch_", "modules": "", "gemm": "gemm_", "alu": "alu_"}
+_TOP = ("name", "description", "clock_mhz")
+_SPECIAL = {"fetch_queue_depth": "queue_depth"}
+# Lower bounds of the numeric values (everything else must be >= 0).
+_AT_LEAST_ONE = {"bus_bytes", "burst_beats", "reads_in_flight", "client_reads_in_flight", "fetch_chunk",
+                 "fetch_dispatch", "queue_depth"}
+
+
+def _attr(section: str, key: str) -> str:
+    name = _SECTIONS[section] + key
+    return _SPECIAL.get(name, name)
+
+
+def _key_of(attr: str) -> str:
+    """The ``section.key`` spelling of an attribute (for messages and --set)."""
+    for section, prefix in _SECTIONS.items():
+        for key in _KEYS.get(section, ()):
+            if _attr(section, key) == attr:
+                return f"{section}.{key}"
+    return attr
+
+
+_KEYS: dict[str, list[str]] = {}
+
+
+def _flatten(data: dict, origin: str) -> dict:
+    out = {}
+    for key, value in data.items():
+        if key in _TOP:
+            out[key] = value
+        elif key in _SECTIONS and isinstance(value, dict):
+            for sub, v in value.items():
+                attr = _attr(key, sub)
+                if attr not in _FIELD_TYPES:
+                    raise ConfigError(f"{origin}: unknown profile key {key}.{sub}")
+                out[attr] = v
+        else:
+            raise ConfigError(f"{origin}: unknown profile key {key}")
+    return out
+
+
+_FIELD_TYPES = {f.name: f.type for f in fields(Profile)}
+
+
+def _check(values: dict, origin: str) -> Profile:
+    missing = [_key_of(name) for name in _FIELD_TYPES if name not in values]
+    if missing:
+        raise ConfigError(f"{origin}: profile lacks {', '.join(missing)}")
+    for name, value in values.items():
+        typ = _FIELD_TYPES[name]
+        where = f"{origin}: {_key_of(name)}"
+        if typ == "str":
+            if not isinstance(value, str):
+                raise ConfigError(f"{where} must be a string")
+        elif typ == "float":
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise ConfigError(f"{where} must be a positive number, got {value!r}")
+        else:
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise ConfigError(f"{where} must be an integer, got {value!r}")
+            low = 1 if name in _AT_LEAST_ONE else 0
+            if value < low:
+                raise ConfigError(f"{where} must be at least {low}, got {value}")
+    if values["bus_bytes"] & (values["bus_bytes"] - 1):
+        raise ConfigError(f"{origin}: memory.bus_bytes must be a power of two, got {values['bus_bytes']}")
+    boundary = values["burst_boundary_bytes"]
+    if boundary and boundary % values["bus_bytes"]:
+        raise ConfigError(f"{origin}: memory.burst_boundary_bytes must be a multiple of memory.bus_bytes")
+    return Profile(**{k: float(v) if _FIELD_TYPES[k] == "float" else v for k, v in values.items()})
+
+
+def _parse(text: str, origin: str) -> dict:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{origin}: invalid TOML: {exc}") from None
+    return _flatten(data, origin)
+
+
+for _section in _SECTIONS:
+    _KEYS[_section] = []
+_BUILTIN_TEXT = {name: resources.files(__package__).joinpath(f"profiles/{name}.toml").read_text("utf-8")
+                 for name in BUILTIN}
+for _name, _text in _BUILTIN_TEXT.items():
+    for _section, _value in tomllib.loads(_text).items():
+        if isinstance(_value, dict):
+            _KEYS[_section] = sorted(set(_KEYS[_section]) | set(_value))
+
+
+def load_profile(spec: str | None = None) -> Profile:
+    """A built-in profile by name, or a TOML file by path (default: chisel-2019)."""
+    spec = spec or DEFAULT
+    if spec in _BUILTIN_TEXT:
+        return _check(_parse(_BUILTIN_TEXT[spec], f"profile {spec}"), f"profile {spec}")
+    path = Path(spec)
+    if not path.is_file():
+        raise ConfigError(f"{spec}: no such profile (built in: {', '.join(BUILTIN)}; or a .toml file)")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{spec}: cannot read profile: {exc}") from None
+    return _check(_parse(text, spec), spec)
+
+
+def parse_override(text: str) -> tuple[str, float | int]:
+    """``section.key=value`` (or ``key=value`` when unique) as (attribute, number)."""
+    if "=" not in text:
+        raise ConfigError(f"--set {text}: expected KEY=VALUE, e.g. memory.latency=64")
+    key, _, raw = text.partition("=")
+    key, raw = key.strip(), raw.strip()
+    if "." in key:
+        section, _, sub = key.partition(".")
+        if section not in _SECTIONS or sub not in _KEYS.get(section, ()):
+            raise ConfigError(f"--set {text}: unknown profile key {key}")
+        attr = _attr(section, sub)
+    else:
+        matches = [(s, k) for s in _SECTIONS for k in _KEYS[s] if k == key] + (
+            [("", key)] if key == "clock_mhz" else [])
+        if len(matches) != 1:
+            known = "unknown" if not matches else "ambiguous (" + ", ".join(f"{s}.{k}" for s, k in matches) + ")"
+            raise ConfigError(f"--set {text}: {known} profile key {key}")
+        section, sub = matches[0]
+        attr = _attr(section, sub) if section else key
+    if raw.lower() in ("true", "false"):
+        raise ConfigError(f"--set {text}: expected a number")
+    try:
+        value: float | int = int(raw, 0)
+    except ValueError:
+        try:
+            value = float(raw)
+        except ValueError:
+            raise ConfigError(f"--set {text}: expected a number, got {raw!r}") from None
+    return attr, value
+
+
+def with_overrides(profile: Profile, overrides: dict[str, float | int]) -> Profile:
+    """The profile with some values replaced, checked like a file."""
+    if not overrides:
+        return profile
+    values = dataclasses.asdict(profile)
+    values.update(overrides)
+    if "clock_mhz" in overrides:
+        values["clock_mhz"] = float(values["clock_mhz"]) if isinstance(values["clock_mhz"], int) else values[
+            "clock_mhz"]
+    return _check(values, f"profile {profile.name} with overrides")
+
+
+def profile_keys() -> list[str]:
+    """Every ``section.key`` a profile has, for help texts."""
+    return [f"{s}.{k}" for s in _SECTIONS for k in _KEYS[s]]
