@@ -82,7 +82,7 @@ def _attr(section: str, key: str) -> str:
 
 def _key_of(attr: str) -> str:
     """The ``section.key`` spelling of an attribute (for messages and --set)."""
-    for section, prefix in _SECTIONS.items():
+    for section in _SECTIONS:
         for key in _KEYS.get(section, ()):
             if _attr(section, key) == attr:
                 return f"{section}.{key}"

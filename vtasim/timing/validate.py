@@ -1,0 +1,96 @@
+"""Checking the model against measured cycle counts (directories of raw programs with cycles.json).
+
+Each case is a raw program directory holding a ``cycles.json`` with the
+measured cycles at one or more memory latencies (``mem_latency_N`` keys), as
+in the project's RTL measurement set. The model runs each program at each
+measured latency and reports the error.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from vtasm.errors import FormatError
+from vtasm.formats.raw import load_program
+from vtasm.program import Program
+
+from .profile import Profile, with_overrides
+from .run import time_program
+
+_PREFIX = "mem_latency_"
+
+
+@dataclass
+class Case:
+    """One measured program."""
+
+    name: str
+    program: Program
+    measured: dict[int, int]  # memory latency -> cycles
+
+
+@dataclass
+class Row:
+    """The model against one measurement."""
+
+    name: str
+    latency: int
+    measured: int
+    model: int
+
+    @property
+    def error(self) -> float:
+        return (self.model - self.measured) / self.measured
+
+
+def load_cases(directory: str | Path) -> list[Case]:
+    """Every case below a directory (one sub-directory per program), sorted by name."""
+    root = Path(directory)
+    if not root.is_dir():
+        raise FormatError(f"{root}: not a directory of measured programs")
+    cases = []
+    for sub in sorted(p for p in root.iterdir() if (p / "cycles.json").is_file()):
+        where = sub / "cycles.json"
+        try:
+            data = json.loads(where.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise FormatError(f"{where}: cannot read measured cycles: {exc}") from None
+        measured = {}
+        for key, value in data.items():
+            if key.startswith(_PREFIX):
+                latency = key[len(_PREFIX):]
+                if not latency.isdigit() or isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                    raise FormatError(f"{where}: {key} must be a positive integer number of cycles")
+                measured[int(latency)] = value
+        if not measured:
+            raise FormatError(f"{where}: no {_PREFIX}N keys")
+        cases.append(Case(sub.name, load_program(sub), measured))
+    if not cases:
+        raise FormatError(f"{root}: no sub-directory holds a cycles.json")
+    return cases
+
+
+def compare(cases: list[Case], profile: Profile) -> list[Row]:
+    """Run the model on every case at every measured latency."""
+    rows = []
+    for case in cases:
+        for latency, cycles in sorted(case.measured.items()):
+            p = with_overrides(profile, {"latency": latency})
+            model = time_program(case.program, p, record=False).report.cycles
+            rows.append(Row(case.name, latency, cycles, model))
+    return rows
+
+
+def format_table(rows: list[Row]) -> str:
+    """The comparison as a text table with a summary line."""
+    width = max(len(r.name) for r in rows)
+    lines = [f"{'program':{width}s} latency measured    model   error"]
+    for r in rows:
+        lines.append(f"{r.name:{width}s} {r.latency:7d} {r.measured:8d} {r.model:8d} {100 * r.error:+6.2f}%")
+    errors = [abs(r.error) for r in rows]
+    lines.append(f"{len(rows)} measurements: median |error| {100 * statistics.median(errors):.2f}%, "
+                 f"mean {100 * statistics.fmean(errors):.2f}%, max {100 * max(errors):.2f}%")
+    return "\n".join(lines)
