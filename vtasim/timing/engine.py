@@ -88,7 +88,7 @@ class _Engine:
         self.finish: int | None = None
         # read port
         self.rd_pending: list[tuple[int, int, int, int, Generator]] = []  # (client, t_req, seq, beats, gen)
-        self.rd_slots = [0] * profile.reads_in_flight
+        self.rd_inflight: deque[int] = deque()  # cycle each outstanding read frees its slot, in order
         self.rd_next_cmd = 0
         self.rd_data_free = 0
         self.rd_decision_at: set[int] = set()
@@ -103,26 +103,60 @@ class _Engine:
         heapq.heappush(self.heap, (t, order, self.seq, gen, value))
 
     def _step(self, gen: Generator, value) -> None:
-        try:
-            cmd = gen.send(value)
-        except StopIteration:
-            return
-        op = cmd[0]
-        if op == "sig":
-            _, sig, k, t, delay = cmd
-            if k < len(sig.times):
-                self._at(max(t, sig.times[k] + delay), gen, max(t, sig.times[k] + delay))
-            else:
-                sig.waiters[k] = (gen, t, delay)
-        elif op == "read":
-            _, t, client, beats = cmd
-            self.seq += 1
-            self.rd_pending.append((client, t, self.seq, beats, gen))
-            self._read_decision(max(t, self._read_free()))
-        else:  # write
+        while True:
+            try:
+                cmd = gen.send(value)
+            except StopIteration:
+                return
+            op = cmd[0]
+            if op == "sig":
+                _, sig, k, t, delay = cmd
+                if k >= len(sig.times):
+                    sig.waiters[k] = (gen, t, delay)
+                    return
+                when = max(t, sig.times[k] + delay)
+                if not self.heap or self.heap[0][0] > when:
+                    value = when  # nothing else can happen first: carry on at once
+                    continue
+                self._at(when, gen, when)
+                return
+            if op == "read":
+                _, t, client, beats = cmd
+                value = self._try_read(t, beats)
+                if value is not None:
+                    continue
+                self.seq += 1
+                self.rd_pending.append((client, t, self.seq, beats, gen))
+                self._read_decision(max(t, self._read_free()))
+                return
             _, t, beats, busy = cmd
+            value = self._try_write(t, busy)
+            if value is not None:
+                continue
             self.wr_pending.append((t, beats, busy, gen))
             self._write_decision(max(t, self.wr_free))
+            return
+
+    def _try_read(self, t: int, beats: int) -> tuple[int, int, int] | None:
+        """Grant a read at once when no other client can ask before it (else None: queue it)."""
+        accept = max(t, self._read_free())
+        if not self.rd_pending and (not self.heap or self.heap[0][0] > accept):
+            return self._grant_read(accept, beats)
+        return None
+
+    def _try_write(self, t: int, busy: int) -> tuple[int, int, int, int] | None:
+        accept = max(t, self.wr_free)
+        if not self.wr_pending and (not self.heap or self.heap[0][0] > accept):
+            return self._grant_write(accept, busy)
+        return None
+
+    def _try_sig(self, sig: _Signal, k: int, t: int, delay: int) -> int | None:
+        """The cycle a signal wait ends, when it is already known and nothing else comes first."""
+        if k < len(sig.times):
+            when = max(t, sig.times[k] + delay)
+            if not self.heap or self.heap[0][0] > when:
+                return when
+        return None
 
     def _signal(self, sig: _Signal, t: int) -> None:
         k = len(sig.times)
@@ -135,7 +169,9 @@ class _Engine:
 
     # -- memory engine --------------------------------------------------------
     def _read_free(self) -> int:
-        return max(self.rd_next_cmd, min(self.rd_slots))
+        if len(self.rd_inflight) < self.p.reads_in_flight:
+            return self.rd_next_cmd
+        return max(self.rd_next_cmd, self.rd_inflight[0])
 
     def _read_decision(self, t: int) -> None:
         if t not in self.rd_decision_at:
@@ -157,17 +193,30 @@ class _Engine:
             return
         req = min(eligible)
         self.rd_pending.remove(req)
-        client, _, _, beats, gen = req
+        _, _, _, beats, gen = req
+        self._at(t, gen, self._grant_read(t, beats))
+        if self.rd_pending:
+            self._read_decision(max(self._read_free(), min(r[1] for r in self.rd_pending)))
+
+    def _grant_read(self, t: int, beats: int) -> tuple[int, int, int]:
         p = self.p
         first = max(t + p.read_setup + p.latency, self.rd_data_free)
         last = first + beats - 1
         self.rd_data_free = last + 1
-        slot = self.rd_slots.index(min(self.rd_slots))
-        self.rd_slots[slot] = last + 1
+        inflight = self.rd_inflight
+        while inflight and inflight[0] <= t:
+            inflight.popleft()
+        inflight.append(last + 1)
         self.rd_next_cmd = t + 1
-        self._at(t, gen, (t, first, last))
-        if self.rd_pending:
-            self._read_decision(max(self._read_free(), min(r[1] for r in self.rd_pending)))
+        return t, first, last
+
+    def _grant_write(self, t: int, busy: int) -> tuple[int, int, int, int]:
+        p = self.p
+        first = t + p.write_setup
+        last = first + busy - 1
+        ack = last + p.write_response + p.latency
+        self.wr_free = ack + 1
+        return t, first, last, ack
 
     def _decide_write(self, t: int) -> None:
         self.wr_decision_at.discard(t)
@@ -178,12 +227,7 @@ class _Engine:
             self._write_decision(t_req)
             return
         self.wr_pending.popleft()
-        p = self.p
-        first = t + p.write_setup
-        last = first + busy - 1
-        ack = last + p.write_response + p.latency
-        self.wr_free = ack + 1
-        self._at(t, gen, (t, first, last, ack))
+        self._at(t, gen, self._grant_write(t, busy))
         if self.wr_pending:
             self._write_decision(max(self.wr_free, self.wr_pending[0][0]))
 
@@ -216,10 +260,15 @@ class _Engine:
         p = self.p
         free = 0
         for j, w in enumerate(self.queues[m]):
-            t = yield ("sig", self.dispatched[m], j, free, 1)
+            t = self._try_sig(self.dispatched[m], j, free, 1)
+            if t is None:
+                t = yield ("sig", self.dispatched[m], j, free, 1)
             ready = t
             for q in w.pops:
-                t = yield ("sig", self.pushes[q], self.pops[q], t, p.token_latency)
+                sig = self.pushes[q]
+                k = self.pops[q]
+                when = self._try_sig(sig, k, t, p.token_latency)
+                t = when if when is not None else (yield ("sig", sig, k, t, p.token_latency))
                 self.pops[q] += 1
             start = t
             mem_wait = 0
@@ -234,7 +283,10 @@ class _Engine:
                     t += gap
                     if len(inflight) >= p.client_reads_in_flight:
                         t = max(t, inflight.popleft() + 1)
-                    accept, first, last = yield ("read", t, w.client, beats)
+                    grant = self._try_read(t, beats)
+                    if grant is None:
+                        grant = yield ("read", t, w.client, beats)
+                    accept, first, last = grant
                     mem_wait += accept - t
                     if self.record:
                         self.transfers.append(Transfer(w.index, _client_name(w.client), accept, first, last, beats))
@@ -245,7 +297,10 @@ class _Engine:
                 t = start + 1
                 end = start + 1
                 for beats, busy in zip(w.bursts, w.busy, strict=True):
-                    accept, first, last, ack = yield ("write", t, beats, busy)
+                    grant = self._try_write(t, busy)
+                    if grant is None:
+                        grant = yield ("write", t, beats, busy)
+                    accept, first, last, ack = grant
                     mem_wait += accept - t
                     if self.record:
                         self.transfers.append(Transfer(w.index, "out", accept, first, last, beats))
@@ -265,8 +320,9 @@ class _Engine:
                 return
 
     def run(self) -> Timeline:
+        # Every process starts from the heap, so none can run ahead of one not yet started.
         for gen in (self._fetch(), self._module(LOAD), self._module(COMPUTE), self._module(STORE)):
-            self._step(gen, None)
+            self._at(0, gen, None)
         heap = self.heap
         while heap:
             t, _, _, gen, value = heapq.heappop(heap)

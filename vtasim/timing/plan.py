@@ -157,13 +157,17 @@ def plan(instructions: list[Instruction], cfg: VTAConfig, profile: Profile) -> l
         elif opcode == isa.OPCODES["gemm"]:
             n = f["iter_out"] * f["iter_in"] * max(f["uop_end"] - f["uop_bgn"], 0)
             per = profile.gemm_reset_per_execution if f["reset"] else profile.gemm_per_execution
-            w.cycles = profile.gemm_fixed + per * n + (profile.gemm_drain if n > 1 else 0)
+            iterations = f["iter_out"] * f["iter_in"] if n else 0
+            w.cycles = (profile.gemm_fixed + per * n + profile.gemm_per_iteration * iterations
+                        + (profile.gemm_drain if n > 1 else 0))
             w.executions, w.unit = n, "gemm"
             w.macs = 0 if f["reset"] else n * macs_per_exec
         else:  # ALU
             n = f["iter_out"] * f["iter_in"] * max(f["uop_end"] - f["uop_bgn"], 0)
             per = profile.alu_imm_per_execution if f["use_imm"] else profile.alu_tensor_per_execution
-            w.cycles = profile.alu_fixed + per * n + (profile.alu_drain if n > 1 else 0)
+            iterations = f["iter_out"] * f["iter_in"] if n else 0
+            w.cycles = (profile.alu_fixed + per * n + profile.alu_per_iteration * iterations
+                        + (profile.alu_drain if n > 1 else 0))
             w.executions, w.unit = n, "alu"
         out.append(w)
     return out

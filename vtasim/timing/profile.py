@@ -59,10 +59,12 @@ class Profile:
     gemm_per_execution: int
     gemm_reset_per_execution: int
     gemm_drain: int
+    gemm_per_iteration: int
     gemm_fixed: int
     alu_imm_per_execution: int
     alu_tensor_per_execution: int
     alu_drain: int
+    alu_per_iteration: int
     alu_fixed: int
 
 
