@@ -1,0 +1,169 @@
+"""A timing run as a Gantt chart (PNG), with each module's utilisation under it.
+
+Rows: fetch, load, compute, store and the memory engine's read and write
+channels. Instructions are bars coloured by kind, the cycles an instruction
+waited for tokens a thin grey bar before it, memory bursts bars coloured by
+the client that asked for them. Bars closer than a pixel that are of one kind
+are merged and every bar is at least a pixel wide, so programs of
+thousands of instructions draw quickly and nothing short disappears. Under
+the chart, each module's cycles split into busy, token wait, memory wait and
+idle. matplotlib is imported only here, and only when drawing.
+"""
+
+from __future__ import annotations
+
+import io
+from collections import defaultdict
+from pathlib import Path
+
+from vtasm.errors import UsageError
+from vtasm.fileio import write_atomic
+from vtasm.program import Program
+
+from .chrome_trace import category, insn_name
+from .plan import MODULES
+from .run import TimingResult
+
+ROWS = ("fetch", *MODULES, "memory read", "memory write")
+# Colour of each kind of bar, in legend order.
+COLOURS = {
+    "load inp": "#1f77b4", "load wgt": "#17becf", "uop": "#9467bd", "acc": "#8c564b",
+    "gemm": "#d62728", "alu": "#ff7f0e", "store": "#2ca02c", "sync": "#7f7f7f", "finish": "#000000",
+    "fetch": "#bcbd22", "token wait": "#c8c8c8",
+}
+_CLIENT_KIND = {"fetch": "fetch", "uop": "uop", "inp": "load inp", "wgt": "load wgt", "acc": "acc", "out": "store"}
+# Utilisation segments and their colours.
+SHARES = {"busy": "#4c72b0", "token": "#dd8452", "memory": "#c44e52", "idle": "#e5e5e5"}
+_SHARE_LABELS = {"busy": "busy", "token": "token wait", "memory": "memory wait", "idle": "idle"}
+WIDTH_IN, HEIGHT_IN, DPI = 15.0, 7.5, 110
+_PLOT_PX = 0.8 * WIDTH_IN * DPI  # roughly the pixels across the time axis
+_MAX_LABELS = 150
+_CHAR_PX = 0.6 * 7 * DPI / 72  # rough width of a character of the 7-point bar labels
+
+
+def _bars(result: TimingResult) -> dict[int, list[tuple[int, int, str, int]]]:
+    """Per row: (start, end, kind, instruction index or -1), sorted by start."""
+    rows: dict[int, list[tuple[int, int, str, int]]] = defaultdict(list)
+    tl = result.timeline
+    for _, accept, last in tl.fetches:
+        rows[0].append((accept, max(last, accept + 1), "fetch", -1))
+    for it in tl.insns:
+        row = 1 + it.module
+        if it.start > it.ready:
+            rows[row].append((it.ready, it.start, "token wait", -1))
+        rows[row].append((it.start, max(it.end, it.start + 1), category(result.works[it.index]), it.index))
+    for tr in tl.transfers:
+        row = len(ROWS) - 1 if tr.client == "out" else len(ROWS) - 2
+        rows[row].append((tr.first, tr.last + 1, _CLIENT_KIND.get(tr.client, "fetch"), -1))
+    for bars in rows.values():
+        bars.sort()
+    return rows
+
+
+def _merge(bars: list[tuple[int, int, str, int]], pixel: float) -> dict[str, list[tuple[float, float]]]:
+    """Bars of one row as (start, width) per kind.
+
+    A bar under three pixels wide joins the previous bar of its kind when at
+    most a pixel lies between them (so do bars after such a narrow one), and
+    every bar is at least a pixel wide.
+    """
+    out: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    last: dict[str, list[float]] = {}
+    narrow = 3 * pixel
+    for start, end, kind, _ in bars:
+        run = last.get(kind)
+        if run is not None and start - run[1] <= pixel and (end - start < narrow or run[1] - run[0] < narrow):
+            run[1] = max(run[1], end)
+            continue
+        if run is not None:
+            out[kind].append((run[0], max(run[1] - run[0], pixel)))
+        last[kind] = [start, end]
+    for kind, run in last.items():
+        out[kind].append((run[0], max(run[1] - run[0], pixel)))
+    return out
+
+
+def _title(result: TimingResult, program: Program, title: str | None) -> str:
+    r = result.report
+    text = (f"profile {r.profile}: {r.cycles:,} cycles = {r.seconds * 1e6:,.2f} \u00b5s at {r.clock_mhz:g} MHz, "
+            f"{len(program.instructions):,} instructions")
+    return f"{title} \u2014 {text}" if title else text
+
+
+def _draw_timeline(ax, result: TimingResult, program: Program) -> None:
+    from matplotlib.patches import Patch
+    from matplotlib.ticker import FuncFormatter
+
+    cycles = max(result.timeline.cycles, 1)
+    pixel = cycles / _PLOT_PX
+    n = len(ROWS)
+    used: set[str] = set()
+    labels: list[tuple[float, float, int, str]] = []
+    for row, bars in _bars(result).items():
+        y = n - 1 - row
+        for kind, spans in _merge(bars, pixel).items():
+            used.add(kind)
+            wait = kind == "token wait"
+            height = 0.3 if wait else 0.7
+            wide = [b for b in spans if b[1] >= 6 * pixel]  # wide bars get an edge, so neighbours stay apart
+            thin = [b for b in spans if b[1] < 6 * pixel]
+            for group, edge in ((wide, 0 if wait else 0.6), (thin, 0)):
+                if group:
+                    ax.broken_barh(group, (y - height / 2, height), facecolors=COLOURS[kind], edgecolors="white",
+                                   linewidth=edge, zorder=1 if wait else 2)
+        for s, e, _, i in bars:
+            if i >= 0:
+                name = insn_name(program, i)
+                if e - s > (len(name) * _CHAR_PX + 8) * pixel:
+                    labels.append((s, e, y, name))
+    if len(labels) <= _MAX_LABELS:  # names inside the bars they fit in, when they are few
+        for s, e, y, name in labels:
+            ax.text((s + e) / 2, y, name, ha="center", va="center", fontsize=7, color="white", zorder=3)
+    ax.set_xlim(-0.005 * cycles, 1.005 * cycles)  # a margin, so bars at either end stay clear of the frame
+    ax.set_ylim(-0.6, n - 0.4)
+    ax.set_yticks(range(n), list(reversed(ROWS)))
+    ax.set_xlabel("cycles")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    mhz = result.report.clock_mhz
+    top = ax.secondary_xaxis("top", functions=(lambda c: c / mhz, lambda us: us * mhz))
+    top.set_xlabel("\u00b5s")
+    top.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.6g}"))
+    ax.grid(axis="x", color="#dddddd", linewidth=0.5)
+    ax.set_axisbelow(True)
+    handles = [Patch(facecolor=COLOURS[k], label=k) for k in COLOURS if k in used]
+    ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8, frameon=False)
+
+
+def _draw_shares(ax, result: TimingResult) -> None:
+    modules = result.report.modules
+    names = [m for m in ("fetch", *MODULES) if m in modules]
+    cycles = max(result.report.cycles, 1)
+    for y, name in enumerate(reversed(names)):
+        left = 0.0
+        for share, colour in SHARES.items():
+            pct = 100 * modules[name].get(share, 0) / cycles
+            ax.barh(y, pct, left=left, color=colour, height=0.7, label=_SHARE_LABELS[share] if y == 0 else None)
+            if pct >= 6:
+                ax.text(left + pct / 2, y, f"{pct:.0f}%", ha="center", va="center", fontsize=7,
+                        color="black" if share == "idle" else "white")
+            left += pct
+    ax.set_xlim(0, 100)
+    ax.set_yticks(range(len(names)), list(reversed(names)))
+    ax.set_xlabel("share of the run's cycles (%)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.005, 1.0), fontsize=8, frameon=False)
+
+
+def draw_gantt(result: TimingResult, program: Program, path: str | Path, title: str | None = None) -> None:
+    """Write a PNG Gantt chart of a timing run of ``program`` (run with ``record=True``)."""
+    try:
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise UsageError("drawing a timeline needs matplotlib: pip install 'vta-toolchain[plot]'") from None
+    fig = Figure(figsize=(WIDTH_IN, HEIGHT_IN), dpi=DPI, layout="constrained")
+    timeline_ax, shares_ax = fig.subplots(2, 1, gridspec_kw={"height_ratios": (3, 1)})
+    _draw_timeline(timeline_ax, result, program)
+    _draw_shares(shares_ax, result)
+    fig.suptitle(_title(result, program, title), fontsize=11)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    write_atomic(path, buf.getvalue())
