@@ -3,7 +3,8 @@
 isa.md section 1 defines the keys and derived sizes. A configuration is valid when
 every element width is supported and every micro-op and instruction layout fits
 (section 3); :func:`load_config` and :func:`config_from_dict` refuse anything else
-with one line naming what does not fit.
+with one line naming what does not fit and, for a layout that overflows, which
+LOG_*_BUFF_SIZE value to lower, and to what.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ the token queue behind each dependency flag.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -190,23 +190,68 @@ def layout(kind: str, cfg: VTAConfig) -> tuple[PlacedField, ...]:
     return tuple(place_fields(KINDS[kind].fields, cfg, WORD_BITS))
 
 
+# What sizes each configuration-dependent field, for the advice on a configuration that does not fit.
+_SIZED_BY: dict[Width, str] = {
+    _uop_depth: "log2 of the uop depth",
+    _uop_depth_plus1: "log2 of the uop depth, plus 1",
+    _acc_depth: "log2 of the acc depth",
+    _inp_depth: "log2 of the inp depth",
+    _wgt_depth: "log2 of the wgt depth",
+    _src_uop: "log2 of the larger of the inp and acc depths",
+}
+BUFF_KEYS = ("LOG_UOP_BUFF_SIZE", "LOG_INP_BUFF_SIZE", "LOG_WGT_BUFF_SIZE", "LOG_ACC_BUFF_SIZE")
+
+
 def check_layouts_fit(cfg: VTAConfig) -> str | None:
-    """Why the configuration's micro-op or instructions overflow, or None if all fit."""
+    """Why the configuration's micro-op or instructions overflow and which buffer size to lower, or None."""
+    problem = _overflow(cfg)
+    return None if problem is None else f"{problem}; {_advice(cfg)}"
+
+
+def _overflow(cfg: VTAConfig) -> str | None:
     widths = {spec.name: spec.width(cfg) for spec in UOP_FIELDS}
     total = sum(widths.values())
     if total > UOP_BITS:
-        return (
-            f"micro-op needs {total} bits (dst {widths['dst_idx']} + src {widths['src_idx']}"
-            f" + wgt {widths['wgt_idx']}) but must fit {UOP_BITS}"
-        )
+        return f"micro-op needs {total} bits but must fit {UOP_BITS}: {_sized_fields(UOP_FIELDS, cfg, ' + ')}"
     for name, spec in KINDS.items():
         for f in place_fields(spec.fields, cfg, WORD_BITS):
             if f.offset + f.width > INSN_BITS:
                 return (
                     f"{name.upper()} instruction needs more than {INSN_BITS} bits: field "
-                    f"{f.name} ({f.width} bits) would end at bit {f.offset + f.width}"
+                    f"{f.name} ({f.width} bits) would end at bit {f.offset + f.width} "
+                    f"(the fields the configuration sizes: {_sized_fields(spec.fields, cfg, ', ')})"
                 )
     return None
+
+
+def _sized_fields(fields: tuple[FieldSpec, ...], cfg: VTAConfig, sep: str) -> str:
+    """``dst_idx 12 bits (log2 of the acc depth) + ...``: each configuration-sized field and what sizes it."""
+    groups: dict[Width, list[str]] = {}
+    for spec in fields:
+        if spec.width in _SIZED_BY:
+            groups.setdefault(spec.width, []).append(spec.name)
+    return sep.join(f"{'/'.join(names)} {width(cfg)} bits ({_SIZED_BY[width]})" for width, names in groups.items())
+
+
+def _advice(cfg: VTAConfig) -> str:
+    """Which single LOG_*_BUFF_SIZE value, lowered how far, makes every layout fit."""
+    fixes = []  # (how much lower, advice), the smallest change first
+    for key in BUFF_KEYS:
+        attr, depth = key.lower(), f"log_{key.split('_')[1].lower()}_depth"
+        for value in range(getattr(cfg, attr) - 1, -1, -1):
+            smaller = replace(cfg, **{attr: value})
+            if getattr(smaller, depth) < 1:  # the buffer must keep at least two elements
+                break
+            if _overflow(smaller) is None:
+                fixes.append((getattr(cfg, attr) - value, f"{key} to {value}"))
+                break
+    if not fixes:
+        return f"no single buffer size is enough: lower several of {', '.join(BUFF_KEYS)}"
+    text = "lower " + " or ".join(advice for _, advice in sorted(fixes))
+    src_from_acc = cfg.log_acc_depth >= cfg.log_inp_depth
+    if _overflow(cfg).startswith("micro-op") and src_from_acc and not any("INP" in f for _, f in fixes):
+        text += " (lowering LOG_INP_BUFF_SIZE alone cannot help: src_idx follows the larger acc depth)"
+    return text
 
 
 # -- pipeline stages and token queues (isa.md section 5) ---------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -15,6 +16,8 @@ from vtasm.config import (
     resolve_config,
 )
 from vtasm.errors import ConfigError
+
+from .paths import GOLDEN, require
 
 
 def test_default_derived_values():
@@ -109,3 +112,58 @@ def test_equality_ignores_target_and_version():
     a = config_from_dict(dict(DEFAULT_CONFIG, TARGET="pynq"))
     assert a == default_config()
     assert a.to_dict()["TARGET"] == "pynq"
+
+
+def _suggestions(message: str) -> dict[str, int]:
+    """The ``LOG_*_BUFF_SIZE to N`` fixes a refusal suggests."""
+    return {key: int(value) for key, value in re.findall(r"(LOG_\w+_BUFF_SIZE) to (\d+)", message)}
+
+
+OVERFLOWING = {
+    "bad_acc18": {"LOG_ACC_BUFF_SIZE": 18},
+    "bad_block8": {"LOG_BLOCK": 3},
+    "bad_uop16": {"LOG_UOP_BUFF_SIZE": 16},
+    "inp17": {"LOG_INP_BUFF_SIZE": 17},  # the input depth now sizes the micro-op's src_idx
+    "wgt21": {"LOG_WGT_BUFF_SIZE": 21},
+}
+
+
+@pytest.mark.parametrize("name", sorted(OVERFLOWING))
+def test_a_layout_overflow_names_the_buffer_sizes_to_lower_and_every_suggestion_works(name):
+    data = dict(DEFAULT_CONFIG, **OVERFLOWING[name])
+    if name.startswith("bad_"):  # the golden bad configurations say the same
+        data = json.loads(require(GOLDEN / f"{name}.config.json").read_text())
+    with pytest.raises(ConfigError) as info:
+        config_from_dict(data)
+    message = info.value.render()
+    assert "\n" not in message and "; lower LOG_" in message
+    fixes = _suggestions(message)
+    assert fixes
+    for key, value in fixes.items():
+        assert value < data[key]
+        config_from_dict(dict(data, **{key: value}))  # each suggestion alone makes the layouts fit
+        with pytest.raises(ConfigError):  # and is the smallest change of that value that does
+            config_from_dict(dict(data, **{key: value + 1}))
+
+
+def test_a_micro_op_overflow_says_what_sizes_each_field():
+    with pytest.raises(ConfigError) as info:
+        config_from_dict(dict(DEFAULT_CONFIG, LOG_ACC_BUFF_SIZE=18))
+    message = info.value.render()
+    assert "micro-op needs 34 bits but must fit 32" in message
+    assert "src_idx 12 bits (log2 of the larger of the inp and acc depths)" in message
+    assert "dst_idx 12 bits (log2 of the acc depth)" in message and "wgt_idx 10 bits (log2 of the wgt depth)" in message
+    assert _suggestions(message) == {"LOG_ACC_BUFF_SIZE": 17}
+    assert "lowering LOG_INP_BUFF_SIZE alone cannot help" in message
+    with pytest.raises(ConfigError) as info:
+        config_from_dict(dict(DEFAULT_CONFIG, LOG_INP_BUFF_SIZE=17))
+    assert "LOG_INP_BUFF_SIZE to 15" in info.value.render()
+
+
+def test_an_instruction_overflow_names_the_field_and_the_buffer_sizes():
+    with pytest.raises(ConfigError) as info:
+        config_from_dict(dict(DEFAULT_CONFIG, LOG_UOP_BUFF_SIZE=16))
+    message = info.value.render()
+    assert "GEMM instruction needs more than 128 bits: field wgt_factor_out" in message
+    assert "uop_bgn 14 bits (log2 of the uop depth)" in message
+    assert message.endswith("lower LOG_UOP_BUFF_SIZE to 15 or LOG_ACC_BUFF_SIZE to 10")
