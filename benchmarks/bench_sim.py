@@ -45,7 +45,7 @@ def bench(name: str, program, runs: int, workdir: Path) -> None:
     walls = []
     for _ in range(runs):
         t0 = time.perf_counter()
-        subprocess.run([*_vtasim(), "run", str(path), "--out-dir", str(workdir / "out")], check=True)
+        subprocess.run([*_vtasim(), "run", str(path), "--out-dir", str(workdir / "out"), "--zero-inputs"], check=True)
         walls.append(time.perf_counter() - t0)
     peak_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     wall = statistics.median(walls)

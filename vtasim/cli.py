@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from vtasm.cli_support import config_option, open_program, reports_errors, traceback_option
-from vtasm.errors import FormatError, UsageError
+from vtasm.errors import FormatError, SimFault, UsageError
 from vtasm.fileio import same_file
 
 from .io import default_out_dir, parse_assignment, parse_dram_range
@@ -33,7 +33,9 @@ def main() -> None:
 @main.command()
 @click.argument("program", type=click.Path())
 @config_option
-@click.option("--input", "inputs", multiple=True, metavar="NAME=FILE.npy", help="Tensor input (logical layout).")
+@click.option("--input", "inputs", multiple=True, metavar="NAME=FILE.npy",
+              help="Tensor input (logical layout); every input tensor the program reads must be given.")
+@click.option("--zero-inputs", is_flag=True, help="Run input tensors that no --input gives on zeros.")
 @click.option("--output", "outputs", multiple=True, metavar="NAME=FILE.npy", help="Tensor output (logical layout).")
 @click.option("--dump-dram", "dram_dumps", multiple=True, metavar="ADDR:NBYTES:FILE", help="Write a DRAM range.")
 @click.option("--out-dir", type=click.Path(file_okay=False), help="Where the program's result ranges go "
@@ -46,13 +48,16 @@ def main() -> None:
               help="Trace format: the runtime's text blocks (default) or JSON lines; implies --trace.")
 @click.option("--trace-file", type=click.Path(dir_okay=False), help="Write the trace to this file instead of stdout.")
 @click.option("--trace-uops", is_flag=True, help="With --trace, list the micro-ops GEMM/ALU instructions ran.")
+@click.option("--trace-source", is_flag=True, help="With the text trace, add each instruction's source line "
+              "and the tensor its DRAM address lies in (JSON lines always have them).")
 @click.option("--check-races", is_flag=True, help="Report accesses by different stages that no token orders.")
 @click.option("--lint", is_flag=True, help="Warn about behaviour that differs on real VTA hardware.")
 @traceback_option
 @reports_errors
-def run(program: str, config_path: str | None, inputs: tuple[str, ...], outputs: tuple[str, ...],
+def run(program: str, config_path: str | None, inputs: tuple[str, ...], zero_inputs: bool, outputs: tuple[str, ...],
         dram_dumps: tuple[str, ...], out_dir: str | None, max_ops: int, profile: bool, trace: bool,
-        trace_format: str | None, trace_file: str | None, trace_uops: bool, check_races: bool, lint: bool) -> None:
+        trace_format: str | None, trace_file: str | None, trace_uops: bool, trace_source: bool, check_races: bool,
+        lint: bool) -> None:
     """Run PROGRAM (a .vbin file or a raw directory) to its FINISH."""
     prog = open_program(program, config_path)
     _check_names(inputs, outputs, dram_dumps, program)
@@ -62,8 +67,11 @@ def run(program: str, config_path: str | None, inputs: tuple[str, ...], outputs:
         dram_dumps=[parse_dram_range(t) for t in dram_dumps],
         out_dir=Path(out_dir) if out_dir else default_out_dir(program),
         max_ops=max_ops,
-        trace=(trace_format or "text") if (trace or trace_uops or trace_format or trace_file) else None,
+        trace=(trace_format or "text") if (trace or trace_uops or trace_source or trace_format or trace_file) else None,
         trace_uops=trace_uops,
+        trace_source=trace_source,
+        zero_inputs=zero_inputs,
+        origin=program,
         check_races=check_races,
         lint=lint,
     )
@@ -106,7 +114,12 @@ def _check_names(inputs, outputs, dram_dumps, program: str) -> None:
 
 
 def _simulate_to_file(prog, opts: RunOptions, path: Path):
-    """Run with the trace going to a file (kept, whole, even when the run faults: it shows what ran)."""
+    """Run with the trace going to a file.
+
+    The trace is kept, whole, when the run succeeds or faults (it shows what
+    ran); any other failure (bad input, an output that cannot be written)
+    leaves no trace file.
+    """
     if path.is_dir() or not path.parent.resolve().is_dir():
         raise FormatError(f"{path}: cannot write the trace: "
                           f"{'it is a directory' if path.is_dir() else 'its directory does not exist'}")
@@ -114,10 +127,13 @@ def _simulate_to_file(prog, opts: RunOptions, path: Path):
     try:
         with open(tmp, "w") as out:
             try:
-                return simulate(prog, opts, trace_out=out)
-            finally:
-                out.flush()
+                report = simulate(prog, opts, trace_out=out)
+            except SimFault:
+                out.close()
                 os.replace(tmp, path)
+                raise
+        os.replace(tmp, path)
+        return report
     finally:
         if tmp.exists():
             tmp.unlink()

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from vtasm.errors import FormatError, UsageError
-from vtasm.fileio import npy_bytes, read_npy
+from vtasm.fileio import npy_bytes, read_npy, write_atomic
 from vtasm.program import Program
 
 
@@ -18,6 +19,7 @@ class PendingFile:
 
     path: Path
     data: bytes
+    in_dir: bool = False  # a result range in the output directory (created, with subdirectories, if missing)
 
 
 def parse_assignment(text: str, option: str) -> tuple[str, str]:
@@ -76,8 +78,71 @@ def collect_dumps(program: Program, dram: np.ndarray, out_dir: Path) -> list[Pen
         target = (out_dir / d.file).resolve()
         if out_dir.resolve() not in target.parents:
             raise FormatError(f"dump file {d.file!r} would leave the output directory")
-        files.append(PendingFile(out_dir / d.file, dram_slice(dram, d.addr, d.nbytes, f"dump {d.file}")))
+        files.append(PendingFile(out_dir / d.file, dram_slice(dram, d.addr, d.nbytes, f"dump {d.file}"), True))
     return files
+
+
+def check_writable(path: Path, what: str) -> None:
+    """A FormatError unless ``path`` could be written: not a directory, its directory existing and writable."""
+    parent = path.parent
+    if path.is_dir():
+        raise FormatError(f"{path}: cannot write {what}: it is a directory")
+    if not parent.is_dir():
+        state = "is not a directory" if parent.exists() else "does not exist"
+        raise FormatError(f"{path}: cannot write {what}: {parent} {state}")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise FormatError(f"{path}: cannot write {what}: {parent} is not writable")
+
+
+def check_out_dir(out_dir: Path) -> None:
+    """A FormatError unless ``out_dir`` is a directory or could be created as one."""
+    existing = out_dir
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if existing == out_dir and out_dir.is_dir():
+        if not os.access(out_dir, os.W_OK | os.X_OK):
+            raise FormatError(f"{out_dir}: cannot write the results: the directory is not writable")
+    elif not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        raise FormatError(f"{out_dir}: cannot create the output directory: {existing} "
+                          f"{'is not writable' if existing.is_dir() else 'is not a directory'}")
+
+
+def write_files(files: list[PendingFile]) -> None:
+    """Write every file atomically, first creating the missing directories of result ranges.
+
+    When one write fails, the files and directories this call created are
+    removed again before the error goes on: a failed run leaves nothing behind.
+    """
+    made: list[Path] = []
+    created: list[Path] = []
+    try:
+        for f in files:
+            if f.in_dir:
+                _make_dirs(f.path.parent, made)
+            new = not os.path.lexists(f.path)
+            write_atomic(f.path, f.data)
+            if new:
+                created.append(f.path)
+    except BaseException:
+        for path in created:
+            path.unlink(missing_ok=True)
+        for d in reversed(made):
+            try:
+                d.rmdir()
+            except OSError:
+                pass
+        raise
+
+
+def _make_dirs(directory: Path, made: list[Path]) -> None:
+    """Create ``directory`` and its missing parents, recording each one created in ``made``."""
+    missing = [p for p in (directory, *directory.parents) if not p.exists()]
+    try:
+        for d in reversed(missing):
+            d.mkdir()
+            made.append(d)
+    except OSError as exc:
+        raise FormatError(f"{directory}: cannot create the output directory: {exc.strerror or exc}") from None
 
 
 def default_out_dir(program_path: str | Path) -> Path:

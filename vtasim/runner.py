@@ -1,7 +1,9 @@
 """One simulation run as the CLI performs it: inputs, checks, trace, outputs.
 
-Outputs are computed in memory and written (atomically, each file) only after
-the whole run succeeded, so a fault never leaves partial results behind.
+Everything that can be checked before the run is (every input a program reads
+is given, output names and ranges exist, output places are writable). Outputs
+are computed in memory and written (atomically, each file) only after the
+whole run succeeded, so a fault never leaves partial results behind.
 """
 
 from __future__ import annotations
@@ -12,16 +14,25 @@ from pathlib import Path
 from typing import TextIO
 
 from vtasm.errors import FormatError, SimFault
-from vtasm.fileio import write_atomic
 from vtasm.program import Program
 
 from .faults import source_of
-from .io import PendingFile, apply_inputs, collect_dumps, collect_outputs, dram_slice
+from .inputs import missing_inputs
+from .io import (
+    PendingFile,
+    apply_inputs,
+    check_out_dir,
+    check_writable,
+    collect_dumps,
+    collect_outputs,
+    dram_slice,
+    write_files,
+)
 from .lint import Linter
 from .machine import Machine, RunResult
 from .pipeline import DEFAULT_MAX_OPS
 from .races import RaceChecker
-from .trace import jsonl_tracer, text_tracer, trace_header
+from .trace import Locator, jsonl_tracer, text_tracer, trace_header
 
 
 @dataclass
@@ -35,6 +46,9 @@ class RunOptions:
     max_ops: int = DEFAULT_MAX_OPS
     trace: str | None = None  # None, "text" or "jsonl"
     trace_uops: bool = False
+    trace_source: bool = False  # text traces: source lines and DRAM tensor names (JSON lines always have them)
+    zero_inputs: bool = False  # input tensors not given stay zero instead of being an error
+    origin: str = "program"  # the program's file, for messages
     check_races: bool = False
     lint: bool = False
 
@@ -53,12 +67,16 @@ def simulate(program: Program, opts: RunOptions, trace_out: TextIO | None = None
     """Run a program with the given options; raise SimFault/FormatError on failure."""
     machine = Machine(program, opts.max_ops)
     apply_inputs(program, machine.state.dram, opts.inputs)
+    if not opts.zero_inputs:
+        _check_inputs(program, opts)
+    _check_outputs(program, opts, machine.state.dram)
     out = trace_out or sys.stdout
     if opts.trace == "text":
         out.write(trace_header(program))
-        machine.observe(text_tracer(out, machine.state, opts.trace_uops))
+        locator = Locator(program) if opts.trace_source else None
+        machine.observe(text_tracer(out, machine.state, opts.trace_uops, locator))
     elif opts.trace == "jsonl":
-        machine.observe(jsonl_tracer(out, machine.state, opts.trace_uops))
+        machine.observe(jsonl_tracer(out, machine.state, opts.trace_uops, Locator(program)))
     checker = RaceChecker(machine) if opts.check_races else None
     linter = Linter(machine) if opts.lint else None
     try:
@@ -68,19 +86,39 @@ def simulate(program: Program, opts: RunOptions, trace_out: TextIO | None = None
         if not where:
             raise
         raise SimFault(exc.message + where, exc.index) from None
-    dram = result.state.dram
+    pending = _collect(program, opts, result.state.dram)
+    write_files(pending)
+    races = [r.describe(program) for r in checker.report()] if checker else []
+    warnings = [w.describe(program) for w in linter.report()] if linter else []
+    return RunReport(result, races, warnings, [f.path for f in pending])
+
+
+def _check_inputs(program: Program, opts: RunOptions) -> None:
+    """A FormatError naming every input tensor the program reads that no --input gives."""
+    missing = missing_inputs(program, {name for name, _ in opts.inputs})
+    if missing:
+        given = " ".join(f"--input {name}=FILE.npy" for name in missing)
+        raise FormatError(f"{opts.origin}: the program reads tensor{'s' if len(missing) > 1 else ''} "
+                          f"{', '.join(missing)} but no --input gives {'them' if len(missing) > 1 else 'it'}; "
+                          f"pass {given} (or --zero-inputs to run on zeros)")
+
+
+def _collect(program: Program, opts: RunOptions, dram) -> list[PendingFile]:
+    """Every output file of the run, computed from ``dram`` (nothing is written here)."""
     pending: list[PendingFile] = collect_outputs(program, dram, opts.outputs)
     for addr, nbytes, path in opts.dram_dumps:
         pending.append(PendingFile(Path(path), dram_slice(dram, addr, nbytes, f"--dump-dram {path}")))
     if opts.out_dir is not None and program.dumps:
         pending += collect_dumps(program, dram, opts.out_dir)
-    if opts.out_dir is not None and program.dumps:
-        try:
-            opts.out_dir.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise FormatError(f"{opts.out_dir}: cannot create the output directory: {exc.strerror or exc}") from None
-    for f in pending:
-        write_atomic(f.path, f.data)
-    races = [r.describe(program) for r in checker.report()] if checker else []
-    warnings = [w.describe(program) for w in linter.report()] if linter else []
-    return RunReport(result, races, warnings, [f.path for f in pending])
+    return pending
+
+
+def _check_outputs(program: Program, opts: RunOptions, dram) -> None:
+    """Before the run: every output names a tensor, lies inside DRAM and can be written."""
+    for f in _collect(program, opts, dram):
+        if f.in_dir:
+            check_out_dir(f.path.parent)
+            if f.path.is_dir():
+                raise FormatError(f"{f.path}: cannot write the result: it is a directory")
+        else:
+            check_writable(f.path, "the output")

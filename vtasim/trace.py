@@ -1,7 +1,15 @@
-"""Execution traces: the runtime's debug format with real token counts, or JSON lines."""
+"""Execution traces: the runtime's debug format with real token counts, or JSON lines.
+
+Both can map an event back to the program: the source line of the
+instruction (from the source map) and the DRAM address of a LOAD or STORE as
+the segment holding it plus a byte offset (``x+0x40``). JSON lines always
+carry them; the text format only when asked, so that by default it stays
+byte for byte the runtime's.
+"""
 
 from __future__ import annotations
 
+import bisect
 import json
 from collections.abc import Callable
 from typing import TextIO
@@ -9,10 +17,42 @@ from typing import TextIO
 from vtasm.formats.dump import format_header, format_instruction
 from vtasm.program import Program
 
+from .inputs import dram_rows
 from .pipeline import StepEvent
 from .state import MachineState
 
 UOP_LINE = "[{slot:04d}]\t acc={dst}, inp={src}, wgt={wgt}\n"
+
+
+class Locator:
+    """Source lines of instructions and names of DRAM addresses, for one program."""
+
+    def __init__(self, program: Program):
+        self.program = program
+        self.regions = sorted([(s.addr, s.end, s.name) for s in program.segments if s.data]
+                              + [(program.uop_addr, program.uop_end, "uops")]
+                              + [(program.insn_addr, program.insn_end, "insns")])
+        self.starts = [r[0] for r in self.regions]
+
+    def source(self, index: int) -> str | None:
+        """'file:line' of instruction ``index``, or None when the program has no location for it."""
+        loc = (self.program.source_map or {}).get(index)
+        return f"{loc.file}:{loc.line}" if loc is not None else None
+
+    def address(self, byte: int) -> str:
+        """'name+0xOFFSET' for a byte inside a segment (or 'uops', 'insns'), else '0xADDRESS'."""
+        i = bisect.bisect_right(self.starts, byte) - 1
+        while i >= 0:
+            start, end, name = self.regions[i]
+            if byte < end:
+                return f"{name}+0x{byte - start:x}"
+            i -= 1
+        return f"0x{byte:x}"
+
+    def dram(self, event: StepEvent) -> str | None:
+        """Where a LOAD or STORE's first DRAM byte lies, or None for other instructions."""
+        rows = dram_rows(self.program, event.insn)
+        return None if rows is None else self.address(rows[0])
 
 
 def _uop_rows(state: MachineState, event: StepEvent) -> list[tuple[int, int, int, int]]:
@@ -26,11 +66,28 @@ def _uop_rows(state: MachineState, event: StepEvent) -> list[tuple[int, int, int
     ]
 
 
-def text_tracer(out: TextIO, state: MachineState, with_uops: bool = False) -> Callable[[StepEvent], None]:
-    """An observer printing one runtime-style block per executed instruction."""
+def _with_locations(block: str, source: str | None, dram: str | None) -> str:
+    """A runtime block with '\\tsource: ...' after its header and '\\tdram: ...' after its DRAM line."""
+    head, _, body = block.partition("\n")
+    lines = [head + "\n"]
+    if source is not None:
+        lines.append(f"\tsource: {source}\n")
+    for line in body.splitlines(keepends=True):
+        lines.append(line)
+        if dram is not None and line.startswith("\tDRAM: "):
+            lines.append(f"\tdram: {dram}\n")
+    return "".join(lines)
+
+
+def text_tracer(out: TextIO, state: MachineState, with_uops: bool = False,
+                locator: Locator | None = None) -> Callable[[StepEvent], None]:
+    """An observer printing one runtime-style block per executed instruction (plus locations with a locator)."""
 
     def on_step(event: StepEvent) -> None:
-        out.write(format_instruction(event.index, event.insn, event.queues))
+        block = format_instruction(event.index, event.insn, event.queues)
+        if locator is not None:
+            block = _with_locations(block, locator.source(event.index), locator.dram(event))
+        out.write(block)
         if with_uops:
             rows = _uop_rows(state, event)
             if rows:
@@ -41,7 +98,8 @@ def text_tracer(out: TextIO, state: MachineState, with_uops: bool = False) -> Ca
     return on_step
 
 
-def jsonl_tracer(out: TextIO, state: MachineState, with_uops: bool = False) -> Callable[[StepEvent], None]:
+def jsonl_tracer(out: TextIO, state: MachineState, with_uops: bool = False,
+                 locator: Locator | None = None) -> Callable[[StepEvent], None]:
     """An observer printing one JSON object per executed instruction."""
 
     def on_step(event: StepEvent) -> None:
@@ -50,6 +108,8 @@ def jsonl_tracer(out: TextIO, state: MachineState, with_uops: bool = False) -> C
             "stage": event.stage,
             "kind": event.insn.kind,
             "name": format_header(event.insn).rstrip(":"),
+            "source": locator.source(event.index) if locator else None,
+            "dram": locator.dram(event) if locator else None,
             "fields": event.insn.fields,
             "queues": event.queues,
             "popped": [{"queue": q, "from": i} for q, i in event.popped],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import subprocess
@@ -12,7 +13,10 @@ import pytest
 from click.testing import CliRunner
 
 from vtasim.cli import main
+from vtasim.trace import Locator
+from vtasm.formats.raw import export_raw
 from vtasm.formats.vbin import save_vbin
+from vtasm.program import SourceLoc
 
 from .builders import MATMUL_SHIFT, REPO, matmul_program
 from .reference import COUNTERS
@@ -135,7 +139,7 @@ def test_check_races(files):
     assert clean.exit_code == 0, clean.stderr
     assert "0 race(s) found" in clean.stderr
     save_vbin(matmul_program(racy=True), d / "racy.vbin")
-    racy = run(d, "--check-races", program="racy.vbin")
+    racy = run(d, *with_inputs(d), "--check-races", program="racy.vbin")
     assert racy.exit_code == 4
     lines = racy.stderr.strip().splitlines()
     assert lines[-1] == "2 race(s) found"
@@ -150,3 +154,54 @@ def test_installed_entry_point(files):
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert np.array_equal(np.load(d / "y.npy"), Y)
+
+
+def with_source_map(d):
+    program = dataclasses.replace(matmul_program(), source_map={3: SourceLoc("mm.vk", 7), 8: SourceLoc("mm.vk", 9)})
+    save_vbin(program, d / "src.vbin")
+    return program
+
+
+def test_jsonl_trace_maps_events_to_source_lines_and_tensors(files):
+    d, _ = files
+    with_source_map(d)
+    result = run(d, *with_inputs(d), "--trace-format", "jsonl", program="src.vbin")
+    assert result.exit_code == 0, result.stderr
+    records = {r["index"]: r for r in map(json.loads, result.stdout.splitlines())}
+    assert {i: r["source"] for i, r in records.items() if r["source"]} == {3: "mm.vk:7", 8: "mm.vk:9"}
+    assert {i: r["dram"] for i, r in records.items() if r["dram"]} == {
+        0: "uops+0x0", 3: "x+0x0", 4: "w+0x0", 8: "y+0x0"}
+
+
+def test_locator_names_byte_offsets_inside_segments(files):
+    _, program = files
+    locator = Locator(program)
+    x = program.segment("x").addr
+    assert locator.address(x + 0x10) == "x+0x10"
+    assert locator.address(program.segment("w").end - 1) == "w+0x1ff"
+    assert locator.address(x - 1) == f"0x{x - 1:x}"
+
+
+def test_text_trace_source_lines_only_on_request(files):
+    d, _ = files
+    with_source_map(d)
+    plain = run(d, *with_inputs(d), "--trace", program="src.vbin")
+    located = run(d, *with_inputs(d), "--trace-source", program="src.vbin")
+    assert plain.exit_code == located.exit_code == 0, located.stderr
+    assert "source:" not in plain.stdout and "dram:" not in plain.stdout
+    assert "INSTRUCTION 3: LOAD INP\n\tsource: mm.vk:7\n\tdep - " in located.stdout
+    assert re.search(r"\tDRAM: 0x[0-9a-f]{8}, SRAM:0x0000\n\tdram: y\+0x0\n", located.stdout)
+    assert located.stdout.count("\tdram: ") == 4 and located.stdout.count("\tsource: ") == 2
+    assert parse_trace(located.stdout) == parse_trace(plain.stdout)
+    stripped = re.sub(r"\t(source|dram): .*\n", "", located.stdout)
+    assert stripped == plain.stdout
+
+
+def test_raw_directory_keeps_tensor_names_for_inputs_and_outputs(files):
+    d, program = files
+    export_raw(program, d / "mm.raw")
+    result = run(d, *with_inputs(d), "--output", f"y={d / 'y.npy'}", "--out-dir", str(d / "res"), program="mm.raw")
+    assert result.exit_code == 0, result.stderr
+    assert np.array_equal(np.load(d / "y.npy"), Y)
+    missing = run(d, "--input", f"x={d / 'x.npy'}", program="mm.raw")
+    assert missing.exit_code == 1 and "tensor w " in missing.stderr

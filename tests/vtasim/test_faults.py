@@ -241,7 +241,7 @@ def test_cli_fault_exit_code_message_and_no_outputs(tmp_path):
     dump = tmp_path / "dump.bin"
     out_dir = tmp_path / "results"
     result = run_cli(tmp_path, matmul_program(extra=FAULTY_TAIL), "--output", f"y={out}", "--dump-dram",
-                     f"0x1000:16:{dump}", "--out-dir", str(out_dir), "--profile")
+                     f"0x1000:16:{dump}", "--out-dir", str(out_dir), "--profile", "--zero-inputs")
     assert result.exit_code == 3, result.output
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1

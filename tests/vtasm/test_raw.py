@@ -14,7 +14,7 @@ from vtasm.encoding import MicroOp, make_instruction
 from vtasm.errors import FormatError
 from vtasm.formats.raw import export_raw, import_raw, load_program
 from vtasm.formats.vbin import read_vbin, write_vbin
-from vtasm.program import DumpRange, Program, Segment
+from vtasm.program import DumpRange, Program, Segment, TensorInfo
 
 from .paths import CONFORMANCE, require
 
@@ -276,3 +276,78 @@ def test_load_program_dispatches_on_directories(tmp_path):
     src = require(CONFORMANCE / "smm")
     shutil.copytree(src, tmp_path / "smm")
     assert load_program(tmp_path / "smm") == import_raw(src)
+
+
+# -- the tensor table travels in layout.json -----------------------------------------------
+
+
+def with_tensors() -> Program:
+    segments = [Segment("x", 0x1000, bytes(16)), Segment("in-0", 0x2000, bytes(32)), Segment("y", 0x3000, b"\1" * 16)]
+    tensors = [TensorInfo("in-0", "int8", (1, 32), (1, 16)), TensorInfo("x", "int8", (16,), (16,)),
+               TensorInfo("y", "int32", (2, 2), (1, 1))]
+    return tiny(segments=segments, tensors=tensors, insn_addr=0x5000, uop_addr=0x4000)
+
+
+def test_export_import_keeps_the_tensor_table(tmp_path):
+    program = with_tensors()
+    export_raw(program, tmp_path / "a")
+    layout = json.loads((tmp_path / "a" / "layout.json").read_text())
+    assert layout["tensors"] == [  # in segment order, each naming its segment's file
+        {"file": "x.bin", "name": "x", "dtype": "int8", "shape": [16], "tile": [16]},
+        {"file": "in-0.bin", "name": "in-0", "dtype": "int8", "shape": [1, 32], "tile": [1, 16]},
+        {"file": "y.bin", "name": "y", "dtype": "int32", "shape": [2, 2], "tile": [1, 1]},
+    ]
+    back = import_raw(tmp_path / "a")
+    assert [s.name for s in back.segments] == ["x", "in-0", "y"]  # the tensors' names, not "in_0"
+    assert sorted(back.tensors, key=lambda t: t.name) == sorted(program.tensors, key=lambda t: t.name)
+    assert back.tensor("in-0").unpack(back.segment("in-0").data).shape == (1, 32)
+    export_raw(back, tmp_path / "b")
+    assert (tmp_path / "a" / "layout.json").read_bytes() == (tmp_path / "b" / "layout.json").read_bytes()
+    assert read_vbin(write_vbin(back)).tensors == back.tensors
+
+
+def test_layout_without_tensors_has_no_key(tmp_path):
+    export_raw(tiny(), tmp_path / "a")
+    assert "tensors" not in json.loads((tmp_path / "a" / "layout.json").read_text())
+    assert import_raw(tmp_path / "a").tensors == []
+
+
+def test_segment_named_by_its_tensor_takes_the_name_first(tmp_path):
+    segs = [{"file": "a.bin", "addr": 4096}, {"file": "b.bin", "addr": 8192}]
+    tensors = [{"file": "b.bin", "name": "a", "dtype": "int8", "shape": [4], "tile": [1]}]
+    d = write_dir(tmp_path, {"insn_addr": 0, "segments": segs, "tensors": tensors},
+                  {"insn.bin": INSN, "a.bin": b"1", "b.bin": b"2345"})
+    program = import_raw(d)
+    assert [(s.name, s.file) for s in program.segments] == [("a_2", "a.bin"), ("a", "b.bin")]
+    assert program.tensor("a").unpack(program.segment("a").data).tolist() == [50, 51, 52, 53]
+
+
+TENSOR = {"file": "t.bin", "name": "t", "dtype": "int8", "shape": [4], "tile": [1]}
+
+
+@pytest.mark.parametrize(
+    ("tensors", "message"),
+    [
+        ({"t": 1}, "tensors: expected a JSON array"),
+        ([dict(TENSOR, file="u.bin")], "tensors[0].file: 'u.bin' is not the file of any segment"),
+        ([{k: v for k, v in TENSOR.items() if k != "file"}], "tensors[0]: missing key 'file'"),
+        ([dict(TENSOR, shape=[5])], "tensors[0]: tensor 't' packs to 5 bytes but its segment holds 4"),
+        ([dict(TENSOR, dtype="float")], "unknown dtype 'float'"),
+        ([TENSOR, dict(TENSOR, name="u")], "tensors[1].file: segment 't.bin' already has tensor 't'"),
+        ([dict(TENSOR, extra=1)], "tensors[0]: unknown key 'extra'"),
+    ],
+)
+def test_bad_tensor_tables(tmp_path, tensors, message):
+    layout = {"insn_addr": 0, "segments": [{"file": "t.bin", "addr": 4096}], "tensors": tensors}
+    d = write_dir(tmp_path, layout, {"insn.bin": INSN, "t.bin": b"1234"})
+    with pytest.raises(FormatError) as info:
+        import_raw(d)
+    assert message in info.value.render() and "\n" not in info.value.render()
+
+
+def test_one_file_in_two_segments_cannot_hold_a_tensor(tmp_path):
+    layout = {"insn_addr": 0, "segments": [{"file": "t.bin", "addr": 4096}, {"file": "t.bin", "addr": 8192}],
+              "tensors": [TENSOR]}
+    d = write_dir(tmp_path, layout, {"insn.bin": INSN, "t.bin": b"1234"})
+    with pytest.raises(FormatError, match="is the file of 2 segments"):
+        import_raw(d)

@@ -5,6 +5,11 @@ writes one. Import then export reproduces the same binary files byte for byte
 and a layout.json with the same values; export, import, export is byte
 identical. Every path named by a layout stays inside its directory.
 :func:`load_program` opens either form (a .vbin file or a raw directory).
+
+Besides the keys of raw-format.md, a layout may carry the program's tensor
+table (``tensors``: the META entries of vbin.md, each with the ``file`` of
+its segment), so that tensor names survive export and import; other tools
+ignore the key.
 """
 
 from __future__ import annotations
@@ -17,13 +22,15 @@ from vtasm.config import VTAConfig, config_from_dict, default_config
 from vtasm.encoding import codec_for
 from vtasm.errors import ConfigError, FormatError
 from vtasm.fileio import read_bytes, write_atomic
-from vtasm.program import DumpRange, Program, Segment
+from vtasm.program import DumpRange, Program, Segment, TensorInfo
 
 from .jsonfields import get_int, get_list, get_object, get_str, parse_json
+from .meta import SegmentEntry, _tensor_entry, _tensors
 from .vbin import check_config_matches, check_uops_kept, config_difference, is_vbin, read_vbin
 
 LAYOUT = "layout.json"
-LAYOUT_KEYS = ("config", "insn_addr", "uop_addr", "insn_file", "uop_file", "segments", "dump", "dram_bytes")
+LAYOUT_KEYS = ("config", "insn_addr", "uop_addr", "insn_file", "uop_file", "segments", "dump", "dram_bytes",
+               "tensors")
 DEFAULT_INSN_FILE = "insn.bin"
 DEFAULT_UOP_FILE = "uop.bin"
 
@@ -119,15 +126,18 @@ def import_raw(directory: str | Path, cfg: VTAConfig | None = None,
         uops = codec.decode_uops(uop_data)
         check_uops_kept(codec.encode_uops(uops), uop_data, str(uop_path))
 
-    segments: list[Segment] = []
-    taken: set[str] = set()
+    placed: list[tuple[str, int, bytes]] = []
     for i, item in enumerate(get_list(layout.get("segments", []), f"{where} segments")):
         at = f"{where} segments[{i}]"
         obj = get_object(item, at, ("file", "addr"))
         file = get_str(obj["file"], f"{at}.file")
         addr = get_int(obj["addr"], f"{at}.addr", allow_hex=True)
-        data = read_bytes(inside(d, file, f"{at}.file"), "segment file")
-        name = _segment_name(file, taken)
+        placed.append((file, addr, read_bytes(inside(d, file, f"{at}.file"), "segment file")))
+    named, tensors = _read_tensors(layout.get("tensors", []), placed, f"{where} tensors")
+    segments: list[Segment] = []
+    taken = set(named.values())
+    for file, addr, data in placed:
+        name = named.get(file) or _segment_name(file, taken)
         segments.append(Segment(name, addr, data, None if f"{name}.bin" == file else file))
 
     dumps = []
@@ -152,12 +162,41 @@ def import_raw(directory: str | Path, cfg: VTAConfig | None = None,
         insn_addr=get_int(layout["insn_addr"], f"{where} insn_addr", allow_hex=True),
         uop_addr=get_int(layout.get("uop_addr", 0), f"{where} uop_addr", allow_hex=True),
         segments=segments,
+        tensors=tensors,
         dumps=dumps,
         source_map=None,
         dram_bytes=None if dram is None else get_int(dram, f"{where} dram_bytes", allow_hex=True),
         insn_file=insn_file,
         uop_file=uop_file,
     )
+
+
+def _read_tensors(value: object, placed: list[tuple[str, int, bytes]],
+                  where: str) -> tuple[dict[str, str], list[TensorInfo]]:
+    """The layout's tensor table: segment file -> tensor name, and the checked tensors.
+
+    Each entry is a META tensor entry plus the ``file`` of its segment, which
+    takes the tensor's name.
+    """
+    uses: dict[str, int] = {}
+    for file, _, _ in placed:
+        uses[file] = uses.get(file, 0) + 1
+    named: dict[str, str] = {}
+    entries = []
+    for i, item in enumerate(get_list(value, where)):
+        at = f"{where}[{i}]"
+        obj = dict(get_object(item, at, ("file", "name", "dtype", "shape", "tile"), ("repeat",)))
+        file = get_str(obj.pop("file"), f"{at}.file")
+        if file not in uses:
+            raise FormatError(f"{at}.file: {file!r} is not the file of any segment")
+        if uses[file] > 1:
+            raise FormatError(f"{at}.file: {file!r} is the file of {uses[file]} segments; a tensor needs one")
+        if file in named:
+            raise FormatError(f"{at}.file: segment {file!r} already has tensor '{named[file]}'")
+        named[file] = get_str(obj["name"], f"{at}.name")
+        entries.append(obj)
+    sizes = [SegmentEntry(named[file], addr, len(data), 0, file) for file, addr, data in placed if file in named]
+    return named, _tensors(entries, sizes, where)
 
 
 def layout_of(program: Program) -> dict:
@@ -174,6 +213,10 @@ def layout_of(program: Program) -> dict:
     layout["dump"] = [{"addr": r.addr, "nbytes": r.nbytes, "file": r.file} for r in program.dumps]
     if program.dram_bytes is not None:
         layout["dram_bytes"] = program.dram_bytes
+    if program.tensors:
+        order = {seg.name: i for i, seg in enumerate(program.segments)}
+        layout["tensors"] = [{"file": program.segment(t.name).file_name, **_tensor_entry(t)}
+                             for t in sorted(program.tensors, key=lambda t: order.get(t.name, len(order)))]
     return layout
 
 
