@@ -121,7 +121,7 @@ def _fetches(result: TimingResult, clock: _Clock) -> list[dict]:
     events = []
     fetches = result.timeline.fetches
     n = len(result.works)
-    for k, (first, accept, last) in enumerate(fetches):
+    for k, (first, accept, last, _stalled) in enumerate(fetches):
         stop = fetches[k + 1][0] if k + 1 < len(fetches) else n
         events.append(_slice(clock, FETCH_TID, f"FETCH {first}-{stop - 1}", "fetch", accept, last,
                              {"first_index": first, "instructions": stop - first}))

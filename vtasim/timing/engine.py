@@ -56,7 +56,8 @@ class Timeline:
     cycles: int
     insns: list[InsnTime]
     transfers: list[Transfer] = field(default_factory=list)
-    fetches: list[tuple[int, int, int]] = field(default_factory=list)  # (first insn, accept, last dispatch)
+    fetches: list[tuple[int, int, int, int]] = field(default_factory=list)
+    """Per fetch chunk: (first instruction, read accepted, last dispatch, cycles stalled on full queues)."""
     tokens: dict[str, list[tuple[int, int]]] = field(default_factory=dict)  # queue -> (cycle, count) steps
 
 
@@ -84,7 +85,7 @@ class _Engine:
             self.queues[w.module].append(w)
         self.insns: list[InsnTime | None] = [None] * len(works)
         self.transfers: list[Transfer] = []
-        self.fetches: list[tuple[int, int, int]] = []
+        self.fetches: list[tuple[int, int, int, int]] = []
         self.finish: int | None = None
         # read port
         self.rd_pending: list[tuple[int, int, int, int, Generator]] = []  # (client, t_req, seq, beats, gen)
@@ -245,14 +246,17 @@ class _Engine:
             if self.record:
                 self.transfers.append(Transfer(-1, "fetch", accept, first, last, k * beats_per_insn))
             d = last + 1
+            stalled = 0
             for j in range(i, i + k):
                 m = self.works[j].module
                 if counts[m] >= p.queue_depth:
-                    d = yield ("sig", self.done[m], counts[m] - p.queue_depth, d, 1)
+                    room = yield ("sig", self.done[m], counts[m] - p.queue_depth, d, 1)
+                    stalled += room - d
+                    d = room
                 self._signal(self.dispatched[m], d)
                 counts[m] += 1
                 d += p.fetch_dispatch
-            self.fetches.append((i, accept, d - p.fetch_dispatch))
+            self.fetches.append((i, accept, d - p.fetch_dispatch, stalled))
             t = d - p.fetch_dispatch + p.fetch_gap
             i += k
 

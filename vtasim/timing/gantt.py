@@ -45,7 +45,7 @@ def _bars(result: TimingResult) -> dict[int, list[tuple[int, int, str, int]]]:
     """Per row: (start, end, kind, instruction index or -1), sorted by start."""
     rows: dict[int, list[tuple[int, int, str, int]]] = defaultdict(list)
     tl = result.timeline
-    for _, accept, last in tl.fetches:
+    for _, accept, last, _stalled in tl.fetches:
         rows[0].append((accept, max(last, accept + 1), "fetch", -1))
     for it in tl.insns:
         row = 1 + it.module

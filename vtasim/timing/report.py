@@ -4,6 +4,8 @@ Per module the cycles of the run split into *busy* (executing, memory waits
 excluded), *token* (an instruction was in the queue but a token it pops had
 not arrived), *memory* (its bursts waited for the memory engine) and *idle*
 (nothing to do: the queue was empty). The four add up to the total cycles.
+For fetch, *busy* is dispatching, *memory* reading a chunk, and *token* the
+cycles it stalled because a module's command queue was full.
 """
 
 from __future__ import annotations
@@ -109,9 +111,18 @@ def summarise(timeline: Timeline, works: list[Work], cfg: VTAConfig, profile: Pr
                      1 for it in timeline.insns if it.module == m)}
         modules[name] = entry
     modules["compute"]["alu"] = alu_busy
-    fetch_busy = sum(last - accept for _, accept, last in timeline.fetches)
-    modules = {"fetch": {"busy": fetch_busy, "token": 0, "memory": 0,
-                         "idle": max(cycles - fetch_busy, 0), "instructions": len(works)}, **modules}
+    # Fetch: memory = from a chunk's read to its last beat, busy = dispatching, queue_full = stalled on a
+    # full module queue (reported under "token": it waits on another module, as a token wait does).
+    fetch_memory = fetch_busy = fetch_stalled = 0
+    for first, accept, last_dispatch, stalled in timeline.fetches:
+        k = min(profile.fetch_chunk, len(works) - first)
+        dispatching = k * profile.fetch_dispatch
+        fetch_busy += dispatching
+        fetch_stalled += stalled
+        fetch_memory += max(last_dispatch + profile.fetch_dispatch - accept - dispatching - stalled, 0)
+    modules = {"fetch": {"busy": fetch_busy, "token": fetch_stalled, "memory": fetch_memory,
+                         "idle": max(cycles - fetch_busy - fetch_stalled - fetch_memory, 0),
+                         "instructions": len(works)}, **modules}
     read_bytes = sum(w.bytes for w in works if w.kind == "read")
     read_bytes += 16 * len(works)
     write_bytes = sum(w.bytes for w in works if w.kind == "write")

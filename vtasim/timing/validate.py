@@ -84,13 +84,25 @@ def compare(cases: list[Case], profile: Profile) -> list[Row]:
     return rows
 
 
-def format_table(rows: list[Row]) -> str:
-    """The comparison as a text table with a summary line."""
+def format_table(rows: list[Row], markdown: bool = False) -> str:
+    """The comparison as a table with a summary line (``markdown``: one row per program)."""
+    errors = [abs(r.error) for r in rows]
+    summary = (f"{len(rows)} measurements: median |error| {100 * statistics.median(errors):.2f}%, "
+               f"mean {100 * statistics.fmean(errors):.2f}%, max {100 * max(errors):.2f}%")
+    if markdown:
+        latencies = sorted({r.latency for r in rows})
+        head = " | ".join(f"N={n}: measured, model, error" for n in latencies)
+        lines = [f"| program | {head} |", "|---|" + "---|" * len(latencies)]
+        by_name: dict[str, dict[int, Row]] = {}
+        for r in rows:
+            by_name.setdefault(r.name, {})[r.latency] = r
+        for name, cells in by_name.items():
+            text = " | ".join(f"{c.measured:,}, {c.model:,}, {100 * c.error:+.2f}%" if (c := cells.get(n)) else ""
+                              for n in latencies)
+            lines.append(f"| {name} | {text} |")
+        return "\n".join(lines + ["", summary])
     width = max(len(r.name) for r in rows)
     lines = [f"{'program':{width}s} latency measured    model   error"]
     for r in rows:
         lines.append(f"{r.name:{width}s} {r.latency:7d} {r.measured:8d} {r.model:8d} {100 * r.error:+6.2f}%")
-    errors = [abs(r.error) for r in rows]
-    lines.append(f"{len(rows)} measurements: median |error| {100 * statistics.median(errors):.2f}%, "
-                 f"mean {100 * statistics.fmean(errors):.2f}%, max {100 * max(errors):.2f}%")
-    return "\n".join(lines)
+    return "\n".join(lines + [summary])
