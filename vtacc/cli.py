@@ -19,7 +19,9 @@ EMITS = ("asm", "checked", "schedule", "ir", "dump")
 @click.argument("source", type=click.Path(dir_okay=False))
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Write assembly (.vasm) or, for a .vbin name, the assembled program (default: assembly on stdout).")
-@click.option("--kernel", "kernel_name", help="Kernel to compile (default: 'main' if present, else the last one).")
+@click.option("--kernel", "kernel_name",
+              help="Kernel to compile (default: 'main' if present, else the last one); only it and the kernels "
+                   "it calls are checked.")
 @click.option("--emit", type=click.Choice(EMITS), default="asm", show_default=True,
               help="Stage to print: the checked program, the tiled schedule, both ('ir'), the assembly, "
                    "or the runtime's instruction dump.")
@@ -41,7 +43,7 @@ def main(source: str, output: str | None, kernel_name: str | None, emit: str, ex
     if wants_binary and emit != "asm":
         raise UsageError(f"-o {output}: a .vbin holds the program; --emit {emit} prints text, "
                          "so give it a text file name or no -o")
-    checked = load_kernels(source)
+    checked = load_kernels(source, kernel_name)
     if emit == "checked" and not explain:
         _write(output, _checked_text(checked, kernel_name))
         return
@@ -82,7 +84,7 @@ def _checked_text(checked, kernel_name: str | None) -> str:
 
     if kernel_name is None:
         return format_checked(checked)
-    return format_kernel(pick_entry(checked, kernel_name))
+    return format_kernel(pick_entry(checked, kernel_name)) + "\n"
 
 
 def _write(output: str | None, text: str) -> None:

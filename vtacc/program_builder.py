@@ -15,6 +15,7 @@ import dataclasses
 from pathlib import Path
 
 from vtacc.frontend import checked as ck
+from vtacc.frontend.check_calls import unknown_kernel
 from vtasm.config import VTAConfig
 from vtasm.errors import CompileError
 
@@ -26,7 +27,7 @@ def pick_entry(checked: ck.CheckedFile, name: str | None) -> ck.Kernel:
     names = [k.name for k in checked.kernels]
     if name is not None:
         if name not in names:
-            raise CompileError(f"{checked.path}: no kernel named {name} (kernels: {', '.join(names)})")
+            raise unknown_kernel(checked.path, name, names)
         return checked.kernel(name)
     if "main" in names:
         return checked.kernel("main")

@@ -50,7 +50,7 @@ def reports_errors(fn: Callable) -> Callable:
         except VtaError as exc:
             if show_stack:
                 raise
-            click.echo(f"error: {exc.render()}", err=True)
+            click.echo(exc.report(), err=True)
             sys.exit(exc.exit_code)
         except BrokenPipeError:  # the reader went away (e.g. `| head`): stop quietly
             devnull = os.open(os.devnull, os.O_WRONLY)

@@ -47,6 +47,10 @@ class VtaError(Exception):
             text += f"\n    {src}\n    {caret}"
         return text
 
+    def report(self) -> str:
+        """What a command line prints: ``error: `` before every error's rendering (one error here)."""
+        return f"error: {self.render()}"
+
     def __str__(self) -> str:
         return self.render()
 

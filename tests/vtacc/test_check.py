@@ -595,3 +595,22 @@ def test_bad_input_never_raises_anything_but_compile_error():
             check_source(source, "f.vk")
         except CompileError as error:
             assert error.render().startswith("f.vk:")
+
+
+def test_an_entry_kernel_is_checked_with_only_the_kernels_it_calls():
+    source = """kernel a(x: int8[4]) -> y: int8[4] { y = b(x) + 1 }
+kernel b(x: int8[4]) -> y: int8[4] { y = c(x) >> 1 }
+kernel c(x: int8[4]) -> y: int8[4] { y = x + 1 }
+kernel broken(x: int8[4]) -> y: int8[4] { y = nope }
+kernel c(x: int8[4]) -> y: int8[4] { y = x }
+"""
+    with pytest.raises(CompileErrors):
+        check_source(source, "f.vk")
+    assert [k.name for k in check_source(source.replace("kernel c(x: int8[4]) -> y: int8[4] { y = x }\n", ""), "f.vk",
+                                         entry="a").kernels] == ["a", "b", "c"]
+    with pytest.raises(CompileErrors) as info:  # the second definition of a needed kernel is still an error
+        check_source(source, "f.vk", entry="b")
+    found = [(e.span.line, e.message) for e in info.value.errors]
+    assert found == [(5, "kernel 'c' is defined twice (first at line 3)")]
+    with pytest.raises(CompileError, match="no kernel named d"):
+        check_source(source, "f.vk", entry="d")

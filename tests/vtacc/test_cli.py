@@ -87,3 +87,42 @@ def test_errors_are_located_with_a_caret_and_write_nothing(tmp_path, case):
 def test_usage_error(tmp_path):
     assert tool("vtacc", cwd=tmp_path).returncode == 2
     assert tool("vtacc", EXAMPLES / "vadd.vk", "--emit", "nonsense", cwd=tmp_path).returncode == 2
+
+
+MIXED = """kernel good(x: int8[2, 16]) -> y: int8[2, 16] {
+    y = helper(x) + 1
+}
+kernel helper(x: int8[2, 16]) -> y: int8[2, 16] { y = x >> 1 }
+kernel bad(x: int8[2, 16]) -> y: int8[2, 16] {
+    t = x >> 40
+    y = nope + 1
+}
+kernel calls_bad(x: int8[2, 16]) -> y: int8[2, 16] { y = bad(x) }
+kernel refused(x: int8[2, 16]) -> y: int32[2, 16] { y = x }
+"""
+
+
+def test_kernel_option_checks_and_compiles_only_what_the_kernel_needs(tmp_path):
+    (tmp_path / "m.vk").write_text(MIXED)
+    for emit in ("asm", "checked"):
+        r = tool("vtacc", tmp_path / "m.vk", "--kernel", "good", "--emit", emit, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("kernel good(") and r.stdout.endswith("\n")
+    r = tool("vtacc", tmp_path / "m.vk", "--kernel", "helper", "-o", tmp_path / "h.vbin", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    for kernel, where in (("calls_bad", "m.vk:6:14:"), ("bad", "m.vk:6:14:"), ("refused", "m.vk:10:35:")):
+        r = tool("vtacc", tmp_path / "m.vk", "--kernel", kernel, cwd=tmp_path)
+        assert r.returncode == 1 and where in r.stderr.splitlines()[0], (kernel, r.stderr)
+    r = tool("vtacc", tmp_path / "m.vk", "--kernel", "nothing", cwd=tmp_path)
+    assert r.returncode == 1 and "no kernel named nothing (kernels: good, helper, bad" in r.stderr
+
+
+def test_every_error_of_a_report_starts_with_error(tmp_path):
+    (tmp_path / "m.vk").write_text(MIXED)
+    r = tool("vtacc", tmp_path / "m.vk", cwd=tmp_path)  # the whole file is checked: both errors of 'bad'
+    assert r.returncode == 1 and "Traceback" not in r.stderr
+    heads = [line for line in r.stderr.splitlines() if not line.startswith(" ")]
+    assert heads == [
+        f"error: {tmp_path / 'm.vk'}:6:14: shift amount must be 0..31, got 40",
+        f"error: {tmp_path / 'm.vk'}:7:9: unknown name 'nope'",
+    ]

@@ -52,7 +52,7 @@ def test_error_example_shows_the_real_messages(line, source, shown):
     assert lang == "text"
     with pytest.raises(CompileError) as info:
         check_source(source, "fc.vk")
-    assert info.value.render() + "\n" == expected
+    assert info.value.report() + "\n" == expected  # what vtacc prints: every error line starts with 'error:'
 
 
 def test_grammar_section_is_the_grammar_file_verbatim():

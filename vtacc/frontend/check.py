@@ -20,7 +20,14 @@ from vtasm.errors import CompileError, SourceSpan
 
 from . import syntax_tree as st
 from .check_builtins import BUILTINS, OPS, Builtin, BuiltinRules
-from .check_calls import Signature, kernel_signature, kernel_signatures, recursive_calls
+from .check_calls import (
+    Signature,
+    kernel_signature,
+    kernel_signatures,
+    needed_kernels,
+    recursive_calls,
+    unknown_kernel,
+)
 from .check_schedule import AXES, SCHEDULE_KEYS, TILE_KEYS, check_schedule
 from .check_support import CompileErrors, Errors, broadcast, fold, plural, suggest, type_text, wrap32
 from .checked import INT32, Assign, Call, CheckedFile, Const, Kernel, Node, TensorRef
@@ -44,27 +51,35 @@ __all__ = [
     "plural",
     "suggest",
     "type_text",
+    "unknown_kernel",
     "wrap32",
 ]
 
 
-def load_kernels(path: str | Path) -> CheckedFile:
-    """Read, parse and check a .vk file."""
+def load_kernels(path: str | Path, entry: str | None = None) -> CheckedFile:
+    """Read, parse and check a .vk file (only ``entry`` and what it calls, when given)."""
     try:
         source = Path(path).read_text(encoding="utf-8-sig")  # a leading byte-order mark is not text
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
         raise CompileError(f"cannot read {path}: {reason}") from None
-    return check_source(source, str(path))
+    return check_source(source, str(path), entry)
 
 
-def check_source(source: str, path: str) -> CheckedFile:
+def check_source(source: str, path: str, entry: str | None = None) -> CheckedFile:
     """Parse and check kernel source text (``path`` is used in messages)."""
-    return check(parse(source, path), source, path)
+    return check(parse(source, path), source, path, entry)
 
 
-def check(tree: st.SourceFile, source: str, path: str) -> CheckedFile:
-    """Check a parsed file; raises :class:`CompileErrors` listing every error."""
+def check(tree: st.SourceFile, source: str, path: str, entry: str | None = None) -> CheckedFile:
+    """Check a parsed file; raises :class:`CompileErrors` listing every error.
+
+    With ``entry``, only that kernel and the kernels it calls (directly or
+    not) are checked and kept: an error in a kernel it does not need is not
+    its problem. The whole file is still parsed.
+    """
+    if entry is not None:
+        tree = needed_kernels(tree, entry)
     errors = Errors()
     signatures = kernel_signatures(tree, errors)
     recursive = recursive_calls(tree, signatures, errors)

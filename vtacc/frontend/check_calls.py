@@ -2,14 +2,15 @@
 
 :func:`kernel_signatures` reads every kernel's declared inputs and outputs
 (reporting duplicate kernels and bad declarations); :func:`recursive_calls`
-reports every kernel call that closes a cycle of calls.
+reports every kernel call that closes a cycle of calls; :func:`needed_kernels`
+keeps the kernels one entry kernel needs, so that only those are checked.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vtasm.errors import SourceSpan
+from vtasm.errors import CompileError, SourceSpan
 
 from . import syntax_tree as st
 from .check_builtins import BUILTINS
@@ -66,6 +67,31 @@ def kernel_signature(k: st.KernelDef, error: Errors) -> Signature:
                 decls[role].append(TensorDecl(d.name, d.dtype, tuple(x.value for x in d.dims), role, d.span))
             valid = valid and ok
     return Signature(tuple(decls["input"]), tuple(decls["output"]), valid)
+
+
+def unknown_kernel(path: str, name: str, names) -> CompileError:
+    """The error for an entry kernel (``--kernel NAME``) the file does not define."""
+    return CompileError(f"{path}: no kernel named {name} (kernels: {', '.join(names)})")
+
+
+def needed_kernels(tree: st.SourceFile, entry: str) -> st.SourceFile:
+    """The file cut down to kernel ``entry`` and the kernels it calls, directly or not, in source order.
+
+    Every definition of a needed name is kept, so a kernel defined twice is
+    still reported; a kernel nothing needed calls is left out, errors and all.
+    """
+    by_name: dict[str, list[st.KernelDef]] = {}
+    for k in tree.kernels:
+        by_name.setdefault(k.name, []).append(k)
+    if entry not in by_name:
+        raise unknown_kernel(tree.path, entry, by_name)
+    needed = [entry]
+    for name in needed:
+        for k in by_name[name]:
+            for stmt in k.body:
+                if isinstance(stmt, st.Assign):
+                    needed += [c.func for c in _calls(stmt.value) if c.func in by_name and c.func not in needed]
+    return st.SourceFile(tree.path, tuple(k for k in tree.kernels if k.name in needed))
 
 
 def _calls(expr: st.Expr):

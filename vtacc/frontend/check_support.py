@@ -25,6 +25,10 @@ class CompileErrors(CompileError):
     def render(self) -> str:
         return "\n".join(error.render() for error in self.errors)
 
+    def report(self) -> str:
+        """Every error as the command line prints it, each starting with ``error: ``."""
+        return "\n".join(error.report() for error in self.errors)
+
 
 class Errors:
     """The errors collected so far."""

@@ -18,6 +18,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from vtacc.frontend import checked as ck
+from vtacc.frontend.check_support import wrap32
 from vtasm.errors import CompileError
 
 from .layouts import ACC, ACT, BIAS, DramTensor
@@ -118,6 +119,8 @@ def _uses(node: ck.Node, counts: Counter) -> None:
 
 
 def _pow2(value: int) -> int | None:
+    """``k`` when ``value`` is ``2**k`` modulo 2**32 (so -2**31 is 2**31), else None."""
+    value %= 1 << 32
     return value.bit_length() - 1 if value > 0 and value & (value - 1) == 0 else None
 
 
@@ -195,8 +198,11 @@ class Evaluator:
         if isinstance(a, ck.Const):
             raise CompileError(f"'{_SYMBOL.get(op, op)}' with a constant on the left has no VTA instruction; "
                                "rewrite it with the tensor first", node.span)
-        if op == "mul" and isinstance(b, ck.Const) and b.value == -1:
-            return self._negate_plus(a, self.operands.get(id(a)) if isinstance(a, ck.TensorRef) else None, 0, node)
+        if op == "mul" and isinstance(b, ck.Const) and _pow2(b.value) is None and _pow2(-b.value) is not None:
+            # x * -2**k is (-x) << k: negate an int8 tensor on the GEMM core, then shift
+            slot = self._negate_plus(a, self.operands.get(id(a)) if isinstance(a, ck.TensorRef) else None, 0, node)
+            self._shift(slot, -_pow2(-b.value), node)
+            return slot
         if tensor_b is not None and tensor_b.kind == ACT and op in ("add", "sub"):  # re-read from DRAM each use
             slot = self._owned(a)
             self.remaining[id(b)] -= 1
@@ -244,8 +250,8 @@ class Evaluator:
         return tensor is not None and tensor.kind == BIAS
 
     def _const_op(self, slot: int, op: str, value: int, node: ck.Node) -> None:
-        if op == "sub":
-            op, value = "add", -value
+        if op == "sub":  # x - c is x + (-c) modulo 2**32: -(-2**31) wraps to -2**31
+            op, value = "add", wrap32(-value)
         if op == "mul" and value in (0, 1):
             if value == 0:
                 self.t.zero(slot)
