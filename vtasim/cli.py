@@ -16,6 +16,7 @@ from vtasm.fileio import same_file
 from .io import default_out_dir, parse_assignment, parse_dram_range
 from .pipeline import DEFAULT_MAX_OPS
 from .runner import RunOptions, simulate
+from .timing_cli import run_timing, timing_options, timing_request
 
 EXIT_RACES = 4
 
@@ -26,7 +27,7 @@ def main() -> None:
     """Functional simulator of VTA programs, bit-exact with the reference behavioral simulator.
 
     Exit codes: 0 success, 1 bad input, 2 usage error, 3 simulation fault,
-    4 races found by --check-races.
+    4 races found by --check-races, 70 internal error.
     """
 
 
@@ -52,14 +53,34 @@ def main() -> None:
               "and the tensor its DRAM address lies in (JSON lines always have them).")
 @click.option("--check-races", is_flag=True, help="Report accesses by different stages that no token orders.")
 @click.option("--lint", is_flag=True, help="Warn about behaviour that differs on real VTA hardware.")
+@timing_options
 @traceback_option
 @reports_errors
 def run(program: str, config_path: str | None, inputs: tuple[str, ...], zero_inputs: bool, outputs: tuple[str, ...],
         dram_dumps: tuple[str, ...], out_dir: str | None, max_ops: int, profile: bool, trace: bool,
         trace_format: str | None, trace_file: str | None, trace_uops: bool, trace_source: bool, check_races: bool,
-        lint: bool) -> None:
-    """Run PROGRAM (a .vbin file or a raw directory) to its FINISH."""
+        lint: bool, timing: str | None, timing_only: bool, mem_latency: int | None, timing_sets: tuple[str, ...],
+        timeline: str | None) -> None:
+    """Run PROGRAM (a .vbin file or a raw directory) to its FINISH.
+
+    With --timing the timing model also computes the cycles the program takes
+    on a VTA core (docs/timing.md); --timing-only computes them without data.
+    """
+    request = timing_request(timing, timing_only, mem_latency, timing_sets, timeline)
+    if request.only:
+        _refuse_with_timing_only(outputs, dram_dumps, out_dir, trace or trace_uops or trace_source
+                                 or bool(trace_format) or bool(trace_file), check_races, lint)
     prog = open_program(program, config_path)
+    if timeline and same_file(timeline, program):
+        raise UsageError(f"output file {timeline} is the program itself")
+    if request.only:
+        result = run_timing(prog, request)
+        if profile:
+            click.echo(json.dumps({"cycles": result.report.cycles, "timing": result.report.as_dict()}, indent=1,
+                                  separators=(",", ":")))
+        else:
+            click.echo(result.report.text())
+        return
     _check_names(inputs, outputs, dram_dumps, program)
     opts = RunOptions(
         inputs=[parse_assignment(t, "--input") for t in inputs],
@@ -79,8 +100,14 @@ def run(program: str, config_path: str | None, inputs: tuple[str, ...], zero_inp
         report = _simulate_to_file(prog, opts, Path(trace_file))
     else:
         report = simulate(prog, opts)
+    timed = run_timing(prog, request) if request.profile is not None else None
     if profile:
-        click.echo(json.dumps(report.result.profile(), indent=1, separators=(",", ":")))
+        counters = report.result.profile()
+        if timed is not None:
+            counters = {**counters, "cycles": timed.report.cycles, "timing": timed.report.as_dict()}
+        click.echo(json.dumps(counters, indent=1, separators=(",", ":")))
+    elif timed is not None:
+        click.echo(timed.report.text())
     extras = report.result.extras
     wrote = f"; wrote {', '.join(str(p) for p in report.written)}" if report.written else ""
     click.echo(f"vtasim: FINISH after {extras['instructions']} instructions "
@@ -95,6 +122,15 @@ def run(program: str, config_path: str | None, inputs: tuple[str, ...], zero_inp
         click.echo(f"{len(report.races)} race(s) found", err=True)
         if report.races:
             sys.exit(EXIT_RACES)
+
+
+def _refuse_with_timing_only(outputs, dram_dumps, out_dir, trace: bool, check_races: bool, lint: bool) -> None:
+    """--timing-only computes no data, so options that need data are usage errors."""
+    asked = [name for name, given in (("--output", outputs), ("--dump-dram", dram_dumps), ("--out-dir", out_dir),
+                                      ("--trace", trace), ("--check-races", check_races), ("--lint", lint)) if given]
+    if asked:
+        raise UsageError(f"--timing-only computes no data, so {', '.join(asked)} cannot be used with it "
+                         "(use --timing to run both)")
 
 
 def _check_names(inputs, outputs, dram_dumps, program: str) -> None:
