@@ -80,14 +80,11 @@ class Linter:
                 self._warn("shift-range", index, f"shift by {insn['imm']} is outside {SHIFT_MIN}..{SHIFT_MAX}")
         if insn.kind in ("gemm", "alu"):
             bgn, end = insn["uop_bgn"], insn["uop_end"]
-            dst = state.uop_dst[bgn:min(end, state.uop_dst.size)]
-            same = np.flatnonzero(dst[1:] == dst[:-1])
-            if same.size:
-                u = bgn + int(same[0])
-                self._warn("uop-dst-hazard", index, f"micro-ops {u} and {u + 1} both write acc[{int(dst[same[0]])}] "
-                           "back to back (a read-after-write hazard in the pipelined hardware)")
+            dst = state.uop_dst[bgn:min(end, state.uop_dst.size)].astype(np.int64)
+            self._check_list(index, bgn, dst)
             n = insn["iter_out"] * insn["iter_in"] * (end - bgn)
             if n > 0:
+                self._check_executions(index, insn, bgn, dst)
                 plan = self.machine.plans.plan(state, insn)
                 self.acc_writer[plan.dst] = BY_COMPUTE
         if insn.kind == "load" and insn["x_size"]:
@@ -115,6 +112,38 @@ class Linter:
             if depth > HW_QUEUE_DEPTH:
                 self._warn(f"queue-depth-{q}", None, f"token queue {q} held {depth} tokens; hardware queues "
                            f"hold {HW_QUEUE_DEPTH}, so the producer would stall")
+
+    def _check_list(self, index: int, bgn: int, dst: np.ndarray) -> None:
+        """The runtime's rule: no micro-op of a kernel has the dst of either of the two before it in the list."""
+        hits = [(int(u) + k, k) for k in (1, 2) for u in np.flatnonzero(dst[k:] == dst[:-k])[:1]]
+        if hits:
+            u, k = min(hits)
+            apart = "adjacent" if k == 1 else "one apart"
+            self._warn("uop-list-hazard", index, f"micro-ops {bgn + u - k} and {bgn + u} ({apart} in the list) both "
+                       f"write acc[{int(dst[u])}]; the VTA runtime refuses a micro-op kernel that repeats the dst "
+                       "of either of the two micro-ops before one")
+
+    def _check_executions(self, index: int, insn: Instruction, bgn: int, dst: np.ndarray) -> None:
+        """The pipeline's rule: no two consecutive executions write one accumulator element."""
+        if not dst.size:
+            return
+        io, ii = insn["iter_out"], insn["iter_in"]
+        f_out, f_in = insn["dst_factor_out"], insn["dst_factor_in"]
+        same = np.flatnonzero(dst[1:] == dst[:-1])
+        last = bgn + dst.size - 1
+        if same.size:
+            u = bgn + int(same[0])
+            where = f"micro-ops {u} and {u + 1} both write acc[{int(dst[same[0]])}]"
+        elif ii > 1 and dst[0] + f_in == dst[-1]:
+            where = (f"micro-op {last} of iteration (0, 0) and micro-op {bgn} of iteration (0, 1) both write "
+                     f"acc[{int(dst[-1])}]")
+        elif io > 1 and dst[0] + f_out == dst[-1] + (ii - 1) * f_in:
+            where = (f"micro-op {last} of iteration (0, {ii - 1}) and micro-op {bgn} of iteration (1, 0) both "
+                     f"write acc[{int(dst[-1]) + (ii - 1) * f_in}]")
+        else:
+            return
+        self._warn("uop-dst-hazard", index, f"{where} back to back (a read-after-write hazard in the pipelined "
+                   "hardware: the second reads the element before the first's write lands)")
 
     def report(self) -> list[Warning_]:
         """Warnings in order of instruction (global ones first)."""

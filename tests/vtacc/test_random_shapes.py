@@ -1,4 +1,8 @@
-"""Random operator shapes on every golden configuration, against numpy: tiling, padding and DMA edge cases."""
+"""Random operator shapes on every golden configuration, against numpy: tiling, padding and DMA edge cases.
+
+Every program is also run under the portability lint and must draw no
+warning (a shift by a tensor, whose amounts are data, may keep its own).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,8 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from .harness import CONFIGS, config, conv_ref, low8, matmul_ref, rand8, rand32, run
+from .harness import CONFIGS, config, conv_ref, low8, matmul_ref, rand8, rand32
+from .linting import run_linted
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -41,9 +46,10 @@ def test_random_convolutions(case):
         -> y: int8[{n}, {oc}, {oh}, {ow}] {{
         y = clip((conv2d(x, w, stride={stride}, pad={pad}, groups={groups}) >> 6) + b, -100, 100)
     }}"""
-    result = run(src, {"x": x, "w": wt, "b": b}, cfg)
+    result, warnings = run_linted(src, {"x": x, "w": wt, "b": b}, cfg)
     expected = np.clip((conv_ref(x, wt, stride, pad, groups) >> 6) + b[None, :, None, None], -100, 100)
     assert result.races == []
+    assert warnings == []
     np.testing.assert_array_equal(result.outputs["y"], expected.astype(np.int8))
 
 
@@ -54,8 +60,9 @@ def test_random_matmuls(n, k, o, cfg_name, seed):
     rng = np.random.default_rng(seed)
     x, w = rand8(rng, n, k), rand8(rng, o, k)
     src = f"kernel m(x: int8[{n}, {k}], w: int8[{o}, {k}]) -> y: int8[{n}, {o}] {{ y = matmul(x, w) >> 3 }}"
-    result = run(src, {"x": x, "w": w}, config(cfg_name))
+    result, warnings = run_linted(src, {"x": x, "w": w}, config(cfg_name))
     assert result.races == []
+    assert warnings == []
     np.testing.assert_array_equal(result.outputs["y"], low8(matmul_ref(x, w) >> 3))
 
 
@@ -73,12 +80,13 @@ def test_random_max_pools(n, c, h, w, size, cfg_name, seed):
     src = f"""kernel p(x: int8[{n}, {c}, {h}, {w}]) -> y: int8[{n}, {c}, {oh}, {ow}] {{
         y = max_pool(x, {size}, stride={stride}, pad={pad})
     }}"""
-    result = run(src, {"x": x}, config(cfg_name))
+    result, warnings = run_linted(src, {"x": x}, config(cfg_name))
     xp = np.full((n, c, h + 2 * pad, w + 2 * pad), -128, np.int64)
     xp[:, :, pad:pad + h, pad:pad + w] = x
     expected = np.max([xp[:, :, i:i + stride * oh:stride, j:j + stride * ow:stride]
                        for i in range(size) for j in range(size)], axis=0)
     assert result.races == []
+    assert warnings == []
     np.testing.assert_array_equal(result.outputs["y"], expected.astype(np.int8))
 
 
@@ -149,8 +157,9 @@ def test_random_elementwise_expressions(expr, cfg_name, seed, four_d):
     inputs = dict(t)
     bias = t["bias"].reshape((1, c, 1, 1) if four_d else (1, c))
     expected = low8(_wrap(np.broadcast_to(fn({**t, "bias": bias}), shape)))
-    result = run(src, inputs, config(cfg_name))
+    result, warnings = run_linted(src, inputs, config(cfg_name))
     assert result.races == []
+    assert warnings == []
     np.testing.assert_array_equal(result.outputs["y"], expected)
 
 
@@ -184,9 +193,10 @@ def test_random_convolutions_with_random_schedules(case, data):
         schedule {{ {'; '.join(settings_)} }}
     }}"""
     try:
-        result = run(src, {"x": x, "w": wt}, cfg)
+        result, warnings = run_linted(src, {"x": x, "w": wt}, cfg)
     except CompileError as exc:  # refused for a stated reason: it does not fit, or the settings contradict
         assert "no tiling fits" in exc.message or "tile_ic cannot split" in exc.message, exc.message
         return
     assert result.races == []
+    assert warnings == []
     np.testing.assert_array_equal(result.outputs["y"], low8(conv_ref(x, wt, stride, pad, groups) >> 5))

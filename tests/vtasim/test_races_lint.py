@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from vtasim.lint import Linter
 from vtasim.machine import Machine
@@ -191,13 +192,79 @@ def test_copy_through_the_alu_makes_a_store_portable():
     assert lint(lint_program(table, body=[alu(SHR, 2, 4, imm=0)], stored=4)) == []
 
 
-def test_consecutive_micro_ops_with_the_same_destination_are_flagged():
-    assert lint(lint_program(table=((0, 0, 0), (0, 1, 1)), stored=1)) == ["uop-dst-hazard"]
+def test_consecutive_micro_ops_with_the_same_destination_break_both_rules():
+    assert lint(lint_program(table=((0, 0, 0), (0, 1, 1)), stored=1)) == ["uop-dst-hazard", "uop-list-hazard"]
 
 
-def test_same_destination_not_back_to_back_or_not_executed_is_not_flagged():
-    assert lint(lint_program(table=((0, 0, 0), (1, 1, 1), (0, 1, 0)), body=[gemm(0, 3)])) == []
+def test_same_destination_far_apart_or_not_executed_is_not_flagged():
+    assert lint(lint_program(table=((0, 0, 0), (1, 1, 1), (2, 0, 0), (0, 1, 0)), body=[gemm(0, 4)])) == []
     assert lint(lint_program(table=((0, 0, 0), (1, 1, 1), (5, 0, 0), (5, 0, 0)))) == []
+
+
+CLEAN = ((0, 0, 0), (1, 1, 1))  # the kernel of lint_program's own GEMM
+
+
+def kernel_warnings(table, iters=(1, 1), dst=(0, 0), use_alu=False):
+    """The lint's warnings on one more GEMM (or ALU copy) over the micro-ops ``table``, after the clean one."""
+    end = len(CLEAN) + len(table)
+    insn = alu(SHR, len(CLEAN), end, iters, dst, imm=0) if use_alu else gemm(len(CLEAN), end, iters, dst)
+    program = lint_program(CLEAN + tuple(table), body=[insn])
+    machine = Machine(program)
+    linter = Linter(machine)
+    machine.run()
+    return [(w.rule, w.describe(program)) for w in linter.report()]
+
+
+@pytest.mark.parametrize("use_alu", [False, True])
+def test_a_destination_two_micro_ops_back_in_the_list_is_refused_by_the_runtime(use_alu):
+    (rule, text), = kernel_warnings(((0, 0, 0), (1, 1, 1), (0, 1, 0)), use_alu=use_alu)
+    assert rule == "uop-list-hazard"
+    assert "micro-ops 2 and 4 (one apart in the list) both write acc[0]" in text and "runtime refuses" in text
+
+
+def test_the_list_rule_looks_at_the_list_not_at_the_executions():
+    # executions 0 1 | 2 3: fine for the pipeline, refused by the runtime all the same
+    assert [r for r, _ in kernel_warnings(((0, 0, 0), (1, 1, 1), (0, 0, 0)), (1, 2), (0, 2))] == ["uop-list-hazard"]
+    # executions 0 | 0: the list is fine, the executions are not
+    assert [r for r, _ in kernel_warnings(((0, 0, 0),), (1, 2))] == ["uop-dst-hazard"]
+
+
+@pytest.mark.parametrize("use_alu", [False, True])
+@pytest.mark.parametrize("table, iters, dst, where", [
+    (((0, 0, 0),), (1, 2), (0, 0), "micro-op 2 of iteration (0, 0) and micro-op 2 of iteration (0, 1) "
+     "both write acc[0]"),
+    (((0, 0, 0),), (2, 1), (0, 0), "micro-op 2 of iteration (0, 0) and micro-op 2 of iteration (1, 0) "
+     "both write acc[0]"),
+    (((0, 0, 0), (1, 1, 1)), (1, 2), (0, 1), "micro-op 3 of iteration (0, 0) and micro-op 2 of iteration (0, 1) "
+     "both write acc[1]"),
+    (((0, 0, 0), (1, 1, 1)), (2, 2), (1, 0), "micro-op 3 of iteration (0, 1) and micro-op 2 of iteration (1, 0) "
+     "both write acc[1]"),
+])
+def test_back_to_back_executions_across_loop_iterations_are_flagged(table, iters, dst, where, use_alu):
+    (rule, text), = kernel_warnings(table, iters, dst, use_alu)
+    assert rule == "uop-dst-hazard" and where in text
+
+
+@pytest.mark.parametrize("table, iters, dst", [
+    (((0, 0, 0), (1, 1, 1)), (2, 2), (2, 0)),  # 0 1 0 1 2 3 2 3
+    (((0, 0, 0),), (2, 2), (2, 1)),  # 0 1 2 3
+    (((0, 0, 0), (1, 1, 1), (2, 0, 0)), (2, 1), (0, 0)),  # 0 1 2 0 1 2
+    (((0, 0, 0),), (0, 2), (0, 0)),  # no executions
+])
+def test_executions_that_move_on_are_not_flagged(table, iters, dst):
+    assert kernel_warnings(table, iters, dst) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 3), min_size=1, max_size=5), st.integers(0, 3), st.integers(0, 3),
+       st.integers(0, 2), st.integers(0, 2))
+def test_lint_matches_both_rules_spelled_out(dsts, iter_out, iter_in, f_out, f_in):
+    assume(max(dsts) + max(0, iter_out - 1) * f_out + max(0, iter_in - 1) * f_in <= 3)
+    runtime = any(d in dsts[max(0, t - 2):t] for t, d in enumerate(dsts))
+    executions = [d + i * f_out + j * f_in for i in range(iter_out) for j in range(iter_in) for d in dsts]
+    pipeline = any(a == b for a, b in zip(executions, executions[1:], strict=False))
+    rules = [r for r, _ in kernel_warnings([(d, 0, 0) for d in dsts], (iter_out, iter_in), (f_out, f_in))]
+    assert rules == ["uop-dst-hazard"] * pipeline + ["uop-list-hazard"] * runtime
 
 
 def queue_program(pushes: int):

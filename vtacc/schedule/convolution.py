@@ -5,15 +5,18 @@ Input tiles are loaded with their halo; where the window crosses the image
 border the DMA's padding fields supply the zeros, one channel plane per load.
 The GEMM iteration space of a tile (batch, output block, input block, kernel
 row and column, output row and column) is folded into a micro-op kernel by
-kernels.build_kernel.
+kernels.build_kernel. A tile that no ordering keeps from writing one element
+in consecutive executions (a single element that sums several terms) spreads
+the terms over partial-sum copies in a spare accumulator region, reset with
+the tile and added back into it with the ALU.
 """
 
 from __future__ import annotations
 
 from .dma import box_dmas, padded_plane_dma
-from .kernels import Dim, build_kernel, contiguous
+from .kernels import Dim, Spare, build_kernel, contiguous
 from .operators import GemmProducer
-from .steps import INP, WGT, Gemm, Group, Load
+from .steps import INP, WGT, Alu, Gemm, Group, Load
 from .tiling import Problem
 
 
@@ -47,36 +50,50 @@ def input_loads(gemm: GemmProducer, pr: Problem, tile, ic0: int, nic: int, sram:
     return loads
 
 
+def _dims(pr: Problem, tile, nic: int, w_per_oc: int) -> list[Dim]:
+    """The GEMM iteration space of one tile and input-channel chunk (outermost first)."""
+    s = pr.stride
+    tw_in = (tile.nw - 1) * s + pr.kw
+    plane = ((tile.nh - 1) * s + pr.kh) * tw_in
+    kk = pr.kh * pr.kw
+    pix = tile.nh * tile.nw
+    return [
+        Dim("n", tile.nn, tile.nc * pix, nic * plane, 0),
+        Dim("oc", tile.nc, pix, 0, w_per_oc * kk),
+        Dim("ic", nic, 0, plane, kk),
+        Dim("kh", pr.kh, 0, tw_in, pr.kw),
+        Dim("kw", pr.kw, 0, 1, 1),
+        Dim("oh", tile.nh, tile.nw, s * tw_in, 0),
+        Dim("ow", tile.nw, 1, s, 0),
+    ]
+
+
 def gemm_chunks(group: Group, gemm: GemmProducer, pr: Problem, tile, acc: int, ibase: int,
-                wbase: int, chunks: list[tuple[int, int]], w_ic: int, load_inputs: bool, load_weights: bool) -> None:
+                wbase: int, chunks: list[tuple[int, int]], w_ic: int, load_inputs: bool, load_weights: bool,
+                spare: int, spare_elems: int) -> None:
     """Reset, then per input-channel chunk: input and weight loads when streamed, and the GEMM.
 
     ``w_ic`` is the number of input-channel tiles per output channel in the weight slot.
+    A tile whose kernel needs partial sums keeps them in the ``spare_elems``
+    accumulator elements at ``spare`` (reset first, added into the tile last).
     """
-    s = pr.stride
-    th_in = (tile.nh - 1) * s + pr.kh
-    tw_in = (tile.nw - 1) * s + pr.kw
-    plane = th_in * tw_in
     kk = pr.kh * pr.kw
-    group.steps.append(Gemm(contiguous(tile.elems, acc), reset=True))
+    room = Spare(acc, spare, tile.elems, spare_elems // tile.elems)
+    kernels = []
     for ic0, nic in chunks:
+        w_off = 0 if load_weights else ic0 * kk
+        dims = _dims(pr, tile, nic, nic if load_weights else w_ic)
+        kernels.append(build_kernel(dims, (acc, ibase, wbase + w_off), spare=room))
+    copies = max(room.used(k) for k in kernels)
+    group.steps.append(Gemm(contiguous(tile.elems, acc), reset=True))
+    if copies:
+        group.steps.append(Gemm(contiguous(copies * tile.elems, spare), reset=True))
+    for (ic0, nic), kernel in zip(chunks, kernels, strict=True):
         if load_inputs:
             group.steps += input_loads(gemm, pr, tile, ic0, nic, ibase)
-        w_off = 0
-        w_per_oc = nic if load_weights else w_ic
         if load_weights:
             group.steps.append(Load(WGT, gemm.w.name, weight_dma(gemm, pr, tile.group, tile.c0, tile.nc, ic0, nic,
                                                                   wbase)))
-        else:
-            w_off = ic0 * kk
-        pix = tile.nh * tile.nw
-        dims = [
-            Dim("n", tile.nn, tile.nc * pix, nic * plane, 0),
-            Dim("oc", tile.nc, pix, 0, w_per_oc * kk),
-            Dim("ic", nic, 0, plane, kk),
-            Dim("kh", pr.kh, 0, tw_in, pr.kw),
-            Dim("kw", pr.kw, 0, 1, 1),
-            Dim("oh", tile.nh, tile.nw, s * tw_in, 0),
-            Dim("ow", tile.nw, 1, s, 0),
-        ]
-        group.steps.append(Gemm(build_kernel(dims, (acc, ibase, wbase + w_off))))
+        group.steps.append(Gemm(kernel))
+    for c in range(copies):  # one instruction per copy: its executions write distinct elements
+        group.steps.append(Alu(contiguous(tile.elems, acc, room.base + c * room.stride, src_step=1), "add"))

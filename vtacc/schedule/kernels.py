@@ -3,11 +3,18 @@
 A GEMM or ALU instruction runs ``iter_out x iter_in`` repetitions of a list of
 micro-ops, and each index (dst, src, wgt) is affine in the loop counters. An
 iteration space is a list of dimensions, each with an extent and a stride per
-index; the builder picks the two dimensions that become hardware loops and
-enumerates the others as micro-ops. It prefers, in order: a micro-op list
-whose consecutive entries never write the same accumulator element (the
-runtime forbids that pattern: a read-after-write hazard in the pipelined
-hardware), then the fewest micro-ops.
+index; the builder merges dimensions that enumerate like one, picks the two
+that become hardware loops and enumerates the others as micro-ops, those that
+move dst innermost. Every kernel it returns keeps two rules (isa.md section 7):
+no micro-op writes the element of either of the two before it in the list
+(the runtime refuses such kernels), and no two consecutive executions, across
+loop iterations too, write the same element (the pipelined hardware loses one
+of them). Among the kernels that do, it takes the fewest micro-ops.
+
+A sum of several terms into a single element cannot keep the rules by
+ordering alone: given a ``Spare`` region, the builder spreads the terms over
+partial-sum copies of the tile (the caller resets them and adds them back
+with the ALU); integer sums wrap, so any order gives the same bits.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from dataclasses import dataclass
 from .steps import Kernel
 
 MAX_ITER = (1 << 14) - 1  # iter_out / iter_in are 14-bit fields
+FIELDS = ("dst", "src", "wgt")
 
 
 @dataclass(frozen=True)
@@ -31,7 +39,29 @@ class Dim:
     wgt: int = 0
 
 
-def _uop_list(dims: list[Dim], base: tuple[int, int, int]) -> tuple[tuple[int, int, int], ...]:
+@dataclass(frozen=True)
+class Spare:
+    """Room for partial sums: copy c (1..count) of the tile element ``acc + o`` is ``base + (c - 1) * stride + o``."""
+
+    acc: int
+    base: int
+    stride: int
+    count: int
+
+    def offset(self, copy: int) -> int:
+        """What copy ``copy`` (0 is the tile itself) adds to a tile element's index."""
+        return 0 if copy == 0 else self.base + (copy - 1) * self.stride - self.acc
+
+    def used(self, kernel: Kernel) -> int:
+        """How many copies the kernel's micro-ops write."""
+        return max(((u[0] - self.base) // self.stride + 1 for u in kernel.uops if u[0] >= self.base), default=0)
+
+
+ONE = Dim("one", 1, 0, 0, 0)
+NO_COPIES = Spare(0, 0, 1, 0)
+
+
+def _uop_list(dims: list[Dim], base: tuple[int, int, int]) -> list[tuple[int, int, int]]:
     uops = []
     for idx in itertools.product(*[range(d.extent) for d in dims]):
         uops.append((
@@ -39,28 +69,67 @@ def _uop_list(dims: list[Dim], base: tuple[int, int, int]) -> tuple[tuple[int, i
             base[1] + sum(i * d.src for i, d in zip(idx, dims, strict=True)),
             base[2] + sum(i * d.wgt for i, d in zip(idx, dims, strict=True)),
         ))
-    return tuple(uops)
+    return uops
 
 
-def _hazard_free_order(dims: list[Dim]) -> list[Dim] | None:
-    """The micro-op dims ordered so the innermost moves dst (None if impossible)."""
-    if not dims:
-        return []
-    movers = [d for d in dims if d.dst != 0 and d.extent > 1]
-    if not movers:
-        return dims if all(d.extent == 1 for d in dims) else None
-    inner = movers[-1]
-    return [d for d in dims if d is not inner] + [inner]
+def _merge(dims: list[Dim]) -> list[Dim]:
+    """Fold each pair of dimensions that enumerates like one (outer strides = inner strides x inner extent)."""
+    dims = list(dims)
+    for a, b in itertools.permutations(dims, 2):
+        if a.extent * b.extent <= MAX_ITER and all(getattr(a, f) == getattr(b, f) * b.extent for f in FIELDS):
+            merged = Dim(f"{a.name}.{b.name}", a.extent * b.extent, b.dst, b.src, b.wgt)
+            return _merge([merged if d is a else d for d in dims if d is not b])
+    return dims
 
 
-def build_kernel(dims: list[Dim], base: tuple[int, int, int], max_uops: int | None = None) -> Kernel:
-    """Fold an iteration space (outermost dimension first) into a kernel."""
+def _splits(dims: list[Dim]) -> list[list[Dim]]:
+    """The dimensions with one of them cut into an outer and an inner factor, every way."""
+    out = []
+    for k, d in enumerate(dims):
+        for f in range(2, d.extent):
+            if d.extent % f == 0:
+                hi = Dim(f"{d.name}/{f}", d.extent // f, d.dst * f, d.src * f, d.wgt * f)
+                lo = Dim(f"{d.name}%{f}", f, d.dst, d.src, d.wgt)
+                out.append([*dims[:k], hi, lo, *dims[k + 1:]])
+    return out
+
+
+def wraps(first: int, last: int, iter_out: int, iter_in: int, dst: tuple[int, int]) -> bool:
+    """Whether the last micro-op of an iteration and the first of the next write one element."""
+    if iter_in > 1 and first + dst[1] == last:
+        return True
+    return iter_out > 1 and first + dst[0] == last + (iter_in - 1) * dst[1]
+
+
+def keeps_rules(kernel: Kernel) -> bool:
+    """Whether no micro-op repeats the dst of one of the two before it, nor an execution that of the one before."""
+    d = [u[0] for u in kernel.uops]
+    if any(d[t] == d[t - 1] or (t > 1 and d[t] == d[t - 2]) for t in range(1, len(d))):
+        return False
+    return not (d and kernel.executions > 1 and wraps(d[0], d[-1], kernel.iter_out, kernel.iter_in, kernel.dst))
+
+
+def _assign_copies(dsts: list[int], iter_out: int, iter_in: int, dst: tuple[int, int],
+                   spare: Spare) -> list[int] | None:
+    """The list's dst indices moved to partial-sum copies where the rules need it (None: the spare is too small)."""
+    out: list[int] = []
+    for t, d in enumerate(dsts):
+        for c in range(spare.count + 1):
+            v = d + spare.offset(c)
+            last = t == len(dsts) - 1
+            if v not in out[-2:] and not (last and wraps(out[0] if out else v, v, iter_out, iter_in, dst)):
+                out.append(v)
+                break
+        else:
+            return None
+    return out
+
+
+def _candidates(dims: list[Dim], max_uops: int | None):
+    """(score, outer, inner, list dims) of every loop choice, best score first."""
     live = [d for d in dims if d.extent > 1]
-    one = Dim("one", 1, 0, 0, 0)
-    pairs = [(one, one)]
-    pairs += [(one, d) for d in live]
-    pairs += [(a, b) for a, b in itertools.permutations(live, 2)]
-    best = None
+    pairs = [(ONE, ONE), *((ONE, d) for d in live), *itertools.permutations(live, 2)]
+    found = []
     for outer, inner in pairs:
         if outer.extent > MAX_ITER or inner.extent > MAX_ITER:
             continue
@@ -70,22 +139,48 @@ def build_kernel(dims: list[Dim], base: tuple[int, int, int], max_uops: int | No
             n_uops *= d.extent
         if max_uops is not None and n_uops > max_uops:
             continue
-        ordered = _hazard_free_order(rest)
-        # executions keep program order: outer loop, inner loop, then micro-ops
-        score = (ordered is None and n_uops > 1, n_uops, -outer.extent)
-        if best is None or score < best[0]:
-            best = (score, outer, inner, ordered if ordered is not None else rest)
-    if best is None:
-        raise ValueError("iteration space does not fit the micro-op buffer")
-    _, outer, inner, order = best
-    return Kernel(
-        uops=_uop_list(order, base),
-        iter_out=outer.extent,
-        iter_in=inner.extent,
-        dst=(outer.dst, inner.dst),
-        src=(outer.src, inner.src),
-        wgt=(outer.wgt, inner.wgt),
-    )
+        # executions keep program order: outer loop, inner loop, then micro-ops, those that move dst innermost
+        order = [d for d in rest if d.dst == 0] + [d for d in rest if d.dst != 0]
+        found.append(((n_uops, -outer.extent), outer, inner, order))
+    return sorted(found, key=lambda c: c[0])
+
+
+def _search(variants: list[list[Dim]], base: tuple[int, int, int], max_uops: int | None,
+            spare: Spare) -> Kernel | None:
+    """The kernel of fewest micro-ops that keeps the rules, over every variant and loop choice."""
+    best: tuple | None = None
+    for dims in variants:
+        for score, outer, inner, order in _candidates(dims, max_uops):
+            if best is not None and score >= best[0]:
+                break
+            uops = _uop_list(order, base)
+            moved = _assign_copies([u[0] for u in uops], outer.extent, inner.extent, (outer.dst, inner.dst), spare)
+            if moved is not None:
+                kernel = Kernel(tuple((v, u[1], u[2]) for v, u in zip(moved, uops, strict=True)), outer.extent,
+                                inner.extent, (outer.dst, inner.dst), (outer.src, inner.src), (outer.wgt, inner.wgt))
+                best = (score, kernel)
+                break
+    return best[1] if best else None
+
+
+def build_kernel(dims: list[Dim], base: tuple[int, int, int], max_uops: int | None = None,
+                 spare: Spare | None = None) -> Kernel:
+    """Fold an iteration space (outermost dimension first) into a kernel that keeps the dst rules.
+
+    ``spare`` is for accumulating GEMMs only: any execution may then write a
+    partial-sum copy of its element instead. Without it, an iteration space
+    whose every folding breaks the rules is an error.
+    """
+    live = [d for d in dims if d.extent > 1]
+    merged = _merge(live)
+    variants = [merged] if merged == live else [merged, live]
+    kernel = _search(variants, base, max_uops, NO_COPIES)
+    if kernel is None and spare is not None and spare.count:
+        kernel = _search([merged, *_splits(merged)], base, max_uops, spare)
+    if kernel is None:
+        raise ValueError("no micro-op kernel of this iteration space fits the micro-op buffer and keeps "
+                         "consecutive writes to one accumulator element apart")
+    return kernel
 
 
 def contiguous(count: int, dst: int, src: int = 0, wgt: int = 0, src_step: int = 0, wgt_step: int = 0) -> Kernel:

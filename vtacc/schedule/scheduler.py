@@ -21,7 +21,7 @@ from .layouts import DramTensor
 from .operators import GemmProducer, Operator, PoolProducer
 from .pooling import pool_steps
 from .steps import ACC, INP, WGT, Alu, Dma, Gemm, Group, Load, Store
-from .tiling import Problem, Tiling, problem_of
+from .tiling import Problem, Tiling, partial_elems, problem_of
 
 IDENTITY, NEG_IDENTITY = "__identity", "__neg_identity"
 
@@ -38,6 +38,8 @@ class Slots:
     identity: int
     neg_identity: int
     pool_acc: list[int]
+    partial: list[int]  # spare accumulators for partial sums (tiling.partial_elems of them), per thread
+    partial_elems: int
 
 
 @dataclass
@@ -85,12 +87,14 @@ def _plan_slots(t: Tiling, pr: Problem, needs: Needs, op: Operator) -> Slots:
     wgt = [wgt_base + i * wslot for i in range(n)]
     acc_thread = e * needs.acc_slots + len(needs.biases) * t.toc
     pool_tile = t.tn * t.toc * th_in * tw_in if pool else 0
-    acc = [i * (acc_thread + pool_tile) for i in range(n)]
+    spare = partial_elems(t, pr, gemm)
+    acc = [i * (acc_thread + pool_tile + spare) for i in range(n)]
     bias = [a + e * needs.acc_slots for a in acc]
     pool_acc = [a + acc_thread for a in acc]
+    partial = [a + acc_thread + pool_tile for a in acc]
     identity = 0
     neg = 1 if needs.identity else 0
-    return Slots(inp, inp_temp, wgt, acc, bias, identity, neg, pool_acc)
+    return Slots(inp, inp_temp, wgt, acc, bias, identity, neg, pool_acc, partial, spare)
 
 
 class TileTarget(Target):
@@ -238,11 +242,13 @@ def schedule_operator(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig) -> 
                 ibase = slots.inp[(icount - 1) % t.threads]
                 group.steps.append(Load(WGT, gemm.w.name, weight_dma(gemm, pr, g, c0, tile.nc, 0, pr.ic_t, wbase)))
                 gemm_chunks(group, gemm, pr, tile, slots.acc[tile.thread], ibase, wbase, [(0, pr.ic_t)], pr.ic_t,
-                            load_inputs=False, load_weights=False)
+                            load_inputs=False, load_weights=False, spare=slots.partial[tile.thread],
+                            spare_elems=slots.partial_elems)
             else:
                 chunks = [(c, min(t.tic, pr.ic_t - c)) for c in range(0, pr.ic_t, t.tic)]
                 gemm_chunks(group, gemm, pr, tile, slots.acc[tile.thread], slots.inp[tile.thread], wbase, chunks,
-                            pr.ic_t if t.resident else t.tic, load_inputs=True, load_weights=not t.resident)
+                            pr.ic_t if t.resident else t.tic, load_inputs=True, load_weights=not t.resident,
+                            spare=slots.partial[tile.thread], spare_elems=slots.partial_elems)
         elif isinstance(op.producer, PoolProducer):
             group.steps += pool_steps(op.producer, pr, tile, slots, cfg)
         target = TileTarget(op, tile, slots, needs, group, cfg)

@@ -32,6 +32,7 @@ from .epilogue import Needs
 from .operators import GemmProducer, Operator, PoolProducer
 
 INSN_COST = 64  # bytes-equivalent of one instruction in the cost model
+PARTIAL_ELEMS = 6  # spare accumulators per thread for partial sums: three copies of a tile of up to two elements
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,19 @@ def _spatial_sum(pr: Problem, th: int, tw: int) -> tuple[int, int]:
     return tiles, pixels
 
 
+def partial_elems(t: Tiling, pr: Problem, gemm: bool) -> int:
+    """Spare accumulator elements per thread for partial sums (kernels.Spare).
+
+    A GEMM into a tile of one or two elements that sums several terms cannot
+    keep consecutive writes to one element apart by ordering alone.
+    """
+    if not gemm or pr.ic_t * pr.kh * pr.kw < 2:
+        return 0
+    smallest = math.prod(min(size, extent % size or size)
+                         for size, extent in ((t.tn, pr.n_t), (t.toc, pr.oc_t), (t.th, pr.oh), (t.tw, pr.ow)))
+    return PARTIAL_ELEMS if smallest <= 2 else 0
+
+
 def _evaluate(t: Tiling, pr: Problem, needs: Needs, cfg: VTAConfig, gemm: bool, pool: bool,
               extra_bytes: int) -> Tiling | None:
     threads = t.threads
@@ -135,7 +149,7 @@ def _evaluate(t: Tiling, pr: Problem, needs: Needs, cfg: VTAConfig, gemm: bool, 
     th_in, tw_in = _in_extent(t.th, pr.stride, pr.kh), _in_extent(t.tw, pr.stride, pr.kw)
     kk = pr.kh * pr.kw
     n_bias = len(needs.biases)
-    acc = threads * (e * needs.acc_slots + n_bias * t.toc)
+    acc = threads * (e * needs.acc_slots + n_bias * t.toc + partial_elems(t, pr, gemm))
     inp = 0
     wgt = int(needs.identity) + int(needs.neg_identity)
     if needs.inp_temp:

@@ -1,0 +1,44 @@
+"""Compile and run kernel sources with the portability lint watching (isa.md section 7)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vtasim.lint import Linter
+from vtasim.machine import Machine
+from vtasim.races import RaceChecker
+from vtasm import isa
+from vtasm.config import VTAConfig, default_config
+
+from .harness import Result, compile_source
+
+SHR = isa.ALU_OPS["shr"]
+
+
+def run_linted(source: str, inputs: dict[str, np.ndarray], cfg: VTAConfig | None = None,
+               kernel: str | None = None) -> tuple[Result, list[str]]:
+    """Like harness.run, with the race checker and the lint; also returns the lint's warnings as text."""
+    compiled = compile_source(source, cfg or default_config(), kernel)
+    program = compiled.program
+    machine = Machine(program)
+    checker = RaceChecker(machine)
+    linter = Linter(machine)
+    for name, array in inputs.items():
+        seg, info = program.segment(name), program.tensor(name)
+        data = info.pack(array)
+        machine.state.dram[seg.addr : seg.addr + len(data)] = np.frombuffer(data, dtype=np.uint8)
+    state = machine.run().state
+    outputs = {}
+    for info in program.tensors:
+        seg = program.segment(info.name)
+        outputs[info.name] = info.unpack(state.dram[seg.addr : seg.addr + info.nbytes].tobytes())
+    return Result(outputs, compiled, {}, checker.report()), [w.describe(program) for w in linter.report()
+                                                              if not _tensor_shift(program, w)]
+
+
+def _tensor_shift(program, warning) -> bool:
+    """The one documented warning compiled code may keep: a shift by a tensor whose amounts are data."""
+    if warning.rule != "shift-range" or warning.index is None:
+        return False
+    insn = program.instructions[warning.index]
+    return insn.kind == "alu" and insn["alu_opcode"] == SHR and not insn["use_imm"]
