@@ -105,16 +105,26 @@ def _read_work(w: Work, insn: Instruction, cfg: VTAConfig, profile: Profile) -> 
     x, y, stride = f["x_size"], f["y_size"], f["x_stride"]
     xp0, xp1, yp0, yp1 = f["x_pad_0"], f["x_pad_1"], f["y_pad_0"], f["y_pad_1"]
     width = (xp0 + x + xp1) * per
-    bursts, gaps = [], []
-    pending = yp0 * width
-    for row in range(y):
-        pending += xp0 * per
-        for i, n in enumerate(_split(x * per, profile, (f["dram_base"] + row * stride) * elem)):
-            bursts.append(n)
-            gaps.append(pending if i == 0 else 0)
-            pending = 0
-        pending += xp1 * per
-    w.bursts, w.gaps, w.tail = tuple(bursts), tuple(gaps), pending + yp1 * width
+    if profile.burst_boundary_bytes:  # bursts depend on each row's address
+        bursts, gaps = [], []
+        pending = yp0 * width
+        for row in range(y):
+            pending += xp0 * per
+            for i, n in enumerate(_split(x * per, profile, (f["dram_base"] + row * stride) * elem)):
+                bursts.append(n)
+                gaps.append(pending if i == 0 else 0)
+                pending = 0
+            pending += xp1 * per
+        tail = pending
+    else:  # every row is cut the same way: build the lists by repetition
+        row = _split(x * per, profile, 0)
+        bursts = row * y
+        between = [(xp1 + xp0) * per] + [0] * (len(row) - 1)
+        gaps = between * y
+        if gaps:
+            gaps[0] = yp0 * width + xp0 * per
+        tail = xp1 * per if y else yp0 * width
+    w.bursts, w.gaps, w.tail = tuple(bursts), tuple(gaps), tail + yp1 * width
     w.bytes = x * y * elem
 
 
