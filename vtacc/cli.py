@@ -34,7 +34,8 @@ def main(source: str, output: str | None, kernel_name: str | None, emit: str, ex
          config_path: str | None) -> None:
     """Compile SOURCE (.vk) for VTA.
 
-    Exit codes: 0 success, 1 bad input (error at file:line:col), 2 usage error.
+    Exit codes: 0 success, 1 bad input (error at file:line:col), 2 usage error,
+    70 internal error.
     """
     from vtacc.frontend.check import load_kernels
 

@@ -53,15 +53,21 @@ def accesses(state: MachineState, insn: Instruction, plans: PlanCache) -> Access
         reads["acc"] = np.arange(insn["sram_base"], insn["sram_base"] + x * y, dtype=np.int64)
         eb = cfg.out_elem_bytes
         writes["dram"] = _dram_bytes(insn["dram_base"] * eb, y, x * eb, insn["x_stride"] * eb)
-    elif kind in ("gemm", "alu"):
-        n = insn["iter_out"] * insn["iter_in"] * (insn["uop_end"] - insn["uop_bgn"])
-        if n > 0:
-            plan = plans.plan(state, insn)
-            reads["uop"] = np.arange(insn["uop_bgn"], insn["uop_end"], dtype=np.int64)
-            writes["acc"] = np.unique(plan.dst)
-            if kind == "gemm" and not insn["reset"]:
-                reads["inp"] = np.unique(plan.src)
-                reads["wgt"] = np.unique(plan.wgt)
-            elif kind == "alu":
-                reads["acc"] = writes["acc"] if insn["use_imm"] else np.unique(np.r_[plan.dst, plan.src])
+    elif kind in ("gemm", "alu") and plans.count(insn) > 0:
+        reads["uop"] = np.arange(insn["uop_bgn"], insn["uop_end"], dtype=np.int64)
+        gemm_reads = kind == "gemm" and not insn["reset"]
+        alu_reads = kind == "alu" and not insn["use_imm"]
+        parts: dict[str, list[np.ndarray]] = {"dst": [], "src": [], "wgt": []}
+        for plan in plans.chunks(state, insn):  # each chunk's distinct indices: at most a buffer's depth
+            parts["dst"].append(np.unique(plan.dst))
+            if gemm_reads or alu_reads:
+                parts["src"].append(np.unique(plan.src))
+            if gemm_reads:
+                parts["wgt"].append(np.unique(plan.wgt))
+        touched = {f: np.unique(np.concatenate(p)) if len(p) > 1 else p[0] for f, p in parts.items() if p}
+        writes["acc"] = touched["dst"]
+        if gemm_reads:
+            reads["inp"], reads["wgt"] = touched["src"], touched["wgt"]
+        elif kind == "alu":
+            reads["acc"] = np.union1d(touched["dst"], touched["src"]) if alu_reads else touched["dst"]
     return Access(reads, writes)

@@ -17,6 +17,9 @@ plan):
   write after write) and not before any earlier reader of what it writes; each
   wave is parallel.
 
+A chunked instruction (see loops.py) runs its chunks in execution order, each
+with its own strategy: every chunk sees the results of the ones before.
+
 Arithmetic is done in int64 on sign-extended lanes and wrapped to ACC_WIDTH.
 SHR by y >= 0 is an arithmetic right shift, by y < 0 a left shift by -y; the
 shift count is taken modulo 32, as the x86 build of the reference does.
@@ -29,8 +32,8 @@ import numpy as np
 from vtasm import isa
 from vtasm.encoding import Instruction
 
+from .bounds import check_uop_range, checked_plans
 from .faults import fault
-from .gemm import check_bounds, check_uop_range
 from .loops import LoopPlan, PlanCache
 from .state import MachineState
 
@@ -139,20 +142,22 @@ def run_alu(state: MachineState, index: int, insn: Instruction, plans: PlanCache
     if n <= 0:
         return n
     check_uop_range(state, index, insn)
-    plan = plans.plan(state, insn)
     use_imm = bool(insn["use_imm"])
-    imm = insn["imm"]
-    check_bounds(index, insn, plan, "acc dst", plan.dst, cfg.acc_depth)
-    if not use_imm:
-        check_bounds(index, insn, plan, "acc src", plan.src, cfg.acc_depth)
+    checks = [("acc dst", "dst", cfg.acc_depth)] + ([] if use_imm else [("acc src", "src", cfg.acc_depth)])
+    for plan in checked_plans(state, index, insn, plans, checks):
+        _run(state, plan, op, use_imm, insn["imm"])
+    return n
+
+
+def _run(state: MachineState, plan: LoopPlan, op: int, use_imm: bool, imm: int) -> None:
+    """The plan's executions, in order."""
     acc = state.acc
     strategy = _strategy(plan, op, use_imm)
     if strategy == "reduce":
         _reduce(state, plan, op, use_imm, imm)
-        return n
+        return
     waves = [slice(None)] if strategy == "parallel" else _waves(plan, use_imm)
     for sel in waves:
         dst = plan.dst[sel]
         b = imm if use_imm else acc[plan.src[sel]].astype(np.int64)
         acc[dst] = apply_op(op, acc[dst].astype(np.int64), b).astype(acc.dtype)
-    return n

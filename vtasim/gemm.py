@@ -16,6 +16,8 @@ does not matter and the instruction becomes three array steps:
 
 The grouping and sorting depend only on the micro-ops and loop fields, so they
 are cached in the loop plan and reused by every instruction with that kernel.
+A chunked instruction (loops.py) takes these steps chunk by chunk; since the
+order of executions does not matter, the result is the same.
 """
 
 from __future__ import annotations
@@ -24,41 +26,16 @@ import numpy as np
 
 from vtasm.encoding import Instruction
 
-from .faults import fault
+from .bounds import check_uop_range, checked_plans
 from .loops import LoopPlan, PlanCache
 from .state import MachineState
 
 MAX_IM2COL_CLASSES = 64  # weight-sequence classes handled as im2col products; more fall back to grouping
+MAX_IM2COL_WEIGHT_LANES = 1 << 22  # the classes' weight matrices together; larger ones are grouped
 _ROW_HASH = np.random.default_rng(0x5EED).integers(1, 1 << 62, 1 << 14, dtype=np.int64)  # wrapping dot = row hash
 
 
-def check_uop_range(state: MachineState, index: int, insn: Instruction) -> None:
-    """Fault if the instruction's micro-op range leaves the micro-op buffer."""
-    if insn["uop_end"] > insn["uop_bgn"] and insn["uop_end"] > state.cfg.uop_depth:
-        raise fault(
-            index, insn,
-            f"micro-op range {insn['uop_bgn']}..{insn['uop_end'] - 1} overflows the micro-op buffer "
-            f"(0..{state.cfg.uop_depth - 1})",
-        )
-
-
-def check_bounds(index: int, insn: Instruction, plan: LoopPlan, name: str, values: np.ndarray,
-                 depth: int) -> None:
-    """Fault naming the first execution whose index leaves its buffer."""
-    key = f"bounds_{name}_{depth}"
-    ok = plan.extra.get(key)
-    if ok is None:
-        ok = bool(values.size == 0 or (values.min() >= 0 and values.max() < depth))
-        plan.extra[key] = ok
-    if not ok:
-        k = int(np.argmax((values < 0) | (values >= depth)))
-        raise fault(
-            index, insn,
-            f"{name} index {int(values[k])} outside the buffer (0..{depth - 1}) at {plan.position(k)}",
-        )
-
-
-def _im2col_structure(plan: LoopPlan) -> dict | None:
+def _im2col_structure(plan: LoopPlan, tile_lanes: int) -> dict | None:
     """How an instruction's executions form (destination x tap) grids, or None if they do not.
 
     When every destination receives the same number T of products, and the
@@ -67,7 +44,9 @@ def _im2col_structure(plan: LoopPlan) -> dict | None:
     matrix product ``[D*BATCH, T*BLOCK_IN] @ [T*BLOCK_IN, BLOCK_OUT]`` (im2col);
     classes of equal size run as one batched product. The structure depends
     only on the kernel's shape, not on its buffer offsets, so it is shared by
-    every instruction with the same shape.
+    every instruction with the same shape. The classes' weight matrices hold
+    ``classes * T`` tiles of ``tile_lanes``; beyond MAX_IM2COL_WEIGHT_LANES
+    (many taps on few destinations) grouping by weight tile is leaner.
     """
     order = np.argsort(plan.dst, kind="stable")
     d_sorted = plan.dst[order]
@@ -87,15 +66,18 @@ def _im2col_structure(plan: LoopPlan) -> dict | None:
         _, first, classes = np.unique(keys, return_index=True, return_inverse=True)
         if len(first) > MAX_IM2COL_CLASSES or (w_grid[first][classes] != w_grid).any():
             return None
+    if len(first) * taps * tile_lanes > MAX_IM2COL_WEIGHT_LANES:
+        return None
     groups = [np.flatnonzero(classes.reshape(-1) == k) for k in range(len(first))]
     return {"order": order, "taps": taps, "first": first, "groups": groups,
             "equal": len({g.size for g in groups}) == 1}
 
 
-def _im2col_layout(plan: LoopPlan, shapes: dict) -> dict | None:
+def _im2col_layout(plan: LoopPlan, tile_lanes: int) -> dict | None:
     """The im2col grids of one instruction: its indices arranged by the shared structure."""
+    shapes = plan.shapes
     if plan.shape not in shapes:
-        shapes[plan.shape] = _im2col_structure(plan)
+        shapes[plan.shape] = _im2col_structure(plan, tile_lanes)
     st = shapes[plan.shape]
     if st is None:
         return None
@@ -115,12 +97,12 @@ def _im2col_layout(plan: LoopPlan, shapes: dict) -> dict | None:
     }
 
 
-def _gemm_layout(plan: LoopPlan, shapes: dict) -> dict:
+def _gemm_layout(plan: LoopPlan, tile_lanes: int) -> dict:
     """Grouping by weight tile and by destination, computed once per plan."""
     cached = plan.extra.get("gemm")
     if cached is not None:
         return cached
-    im2col = _im2col_layout(plan, shapes)
+    im2col = _im2col_layout(plan, tile_lanes)
     if im2col is not None:
         plan.extra["gemm"] = im2col
         return im2col
@@ -177,6 +159,8 @@ def _im2col_weights(state: MachineState, plan: LoopPlan, lay: dict, ftype: type)
     k, taps = lay["weights"].shape
     w = np.take(state.wgt, lay["weights"], axis=0).astype(ftype)  # (K, T, BO, BI)
     w = np.ascontiguousarray(w.transpose(0, 1, 3, 2).reshape(k, taps * cfg.block_in, cfg.block_out))
+    if cached is None:
+        plan.lanes += w.size
     plan.extra["im2col_w"] = (state.wgt_generation, w)
     return w
 
@@ -209,17 +193,24 @@ def run_gemm(state: MachineState, index: int, insn: Instruction, plans: PlanCach
     if n <= 0:
         return n
     check_uop_range(state, index, insn)
-    plan = plans.plan(state, insn)
-    check_bounds(index, insn, plan, "acc", plan.dst, cfg.acc_depth)
-    if insn["reset"]:
-        state.acc[plan.dst] = 0
-        return n
-    check_bounds(index, insn, plan, "inp", plan.src, cfg.inp_depth)
-    check_bounds(index, insn, plan, "wgt", plan.wgt, cfg.wgt_depth)
-    lay = _gemm_layout(plan, plans.shapes)
+    checks = [("acc", "dst", cfg.acc_depth)]
+    if not insn["reset"]:
+        checks += [("inp", "src", cfg.inp_depth), ("wgt", "wgt", cfg.wgt_depth)]
+    for plan in checked_plans(state, index, insn, plans, checks):
+        if insn["reset"]:
+            state.acc[plan.dst] = 0
+        else:
+            _accumulate(state, plan)
+    return n
+
+
+def _accumulate(state: MachineState, plan: LoopPlan) -> None:
+    """acc[dst] += inp[src] @ wgt[wgt]^T for every execution of the plan."""
+    cfg = state.cfg
+    lay = _gemm_layout(plan, cfg.block_in * cfg.block_out)
     if lay["kind"] == "im2col":
         _run_im2col(state, plan, lay)
-        return n
+        return
     ftype = _exact_float(cfg, 1)
     x = np.take(state.inp, lay["src"], axis=0).astype(ftype)  # (K, B, BI) in weight-group order
     w = np.take(state.wgt, lay["weights"], axis=0).astype(ftype)  # (G, BO, BI)
@@ -239,4 +230,3 @@ def run_gemm(state: MachineState, index: int, insn: Instruction, plans: PlanCach
     else:
         sums = np.add.reduceat(np.take(prod.astype(np.int64), lay["by_dst"], axis=0), lay["dst_starts"], axis=0)
         _add_to_acc(state, lay["dst_unique_values"], sums, 1 << 62)
-    return n

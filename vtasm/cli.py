@@ -23,7 +23,7 @@ from .fileio import write_atomic
 def main() -> None:
     """VTA assembler, disassembler and binary tools.
 
-    Exit codes: 0 success, 1 bad input, 2 usage error.
+    Exit codes: 0 success, 1 bad input, 2 usage error, 70 internal error.
     """
 
 

@@ -1,8 +1,10 @@
 """What the three command-line tools share: error rendering and exit codes.
 
 Exit codes: 0 success, 1 bad input (source, binary, configuration), 2 usage
-error, 3 simulation fault. Errors print as one line on stderr (source errors
-add the line and a caret); ``--traceback`` shows the Python stack instead.
+error, 3 simulation fault, 70 internal error (a bug in the toolchain, or the
+machine running out of memory; EX_SOFTWARE of sysexits.h). Errors print as one
+line on stderr (source errors add the line and a caret); ``--traceback`` shows
+the Python stack instead.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from .config import VTAConfig, resolve_config
 from .errors import VtaError
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_USAGE, EXIT_FAULT = 0, 1, 2, 3
+EXIT_INTERNAL = 70  # EX_SOFTWARE: never the bad-input code, which would blame the input
 
 
 def traceback_option(fn: Callable) -> Callable:
@@ -61,16 +64,23 @@ def reports_errors(fn: Callable) -> Callable:
             sys.exit(130)
         except (click.exceptions.Exit, click.ClickException, SystemExit):
             raise
-        except Exception as exc:  # a bug in the toolchain, not bad input
+        except Exception as exc:  # a bug in the toolchain (or no memory left), not bad input
             if show_stack:
                 raise
-            click.echo(
-                f"internal error: {type(exc).__name__}: {exc} (rerun with --traceback and report it)",
-                err=True,
-            )
-            sys.exit(EXIT_BAD_INPUT)
+            click.echo(internal_error_message(exc), err=True)
+            sys.exit(EXIT_INTERNAL)
 
     return wrapper
+
+
+def internal_error_message(exc: BaseException) -> str:
+    """The one line shown for an unexpected exception."""
+    if isinstance(exc, MemoryError):
+        detail = " ".join(str(exc).split())
+        return (f"internal error: out of memory{f' ({detail})' if detail else ''}; "
+                "rerun with --traceback and report it")
+    detail = " ".join(f"{type(exc).__name__}: {exc}".split())
+    return f"internal error: {detail} (rerun with --traceback and report it)"
 
 
 def explicit_config(config_path: str | None) -> VTAConfig | None:
