@@ -3,7 +3,7 @@
     python examples/demo_data.py inputs vadd|c8 DIR   # write random inputs into DIR
     python examples/demo_data.py check  vadd|c8 DIR   # compare DIR's output with numpy
 
-The references are written from the math (workloads.md), independently of the
+The references are written from the math (the shapes of ResNet-18 layer C8 and a vector addition), independently of the
 compiler and the simulator.
 """
 

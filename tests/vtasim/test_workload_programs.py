@@ -28,7 +28,7 @@ from vtasm.asm.assembler import assemble, assemble_file
 from vtasm.config import VTAConfig
 from vtasm.program import Program
 
-from .builders import GOLDEN, REPO, config
+from .builders import REPO, config, config_path
 
 PROGRAMS = Path(__file__).resolve().parent / "programs"
 CONFIGS = ("default", "batch2", "block8")
@@ -285,7 +285,7 @@ CLI_CASES = list(zip(WORKLOADS, itertools.cycle(CONFIGS)))
 @pytest.mark.parametrize(("name", "cfg_name"), CLI_CASES)
 def test_installed_scripts_end_to_end(name, cfg_name, tmp_path):
     w = WORKLOADS[name]
-    cfg_path = GOLDEN / f"{cfg_name}.config.json"
+    cfg_path = config_path(cfg_name)
     cfg = config(cfg_name)
     vbin = tmp_path / f"{name}.vbin"
     done = subprocess.run([*script("vtasm"), "assemble", str(w.path), "--config", str(cfg_path), "-o", str(vbin)],

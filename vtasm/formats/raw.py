@@ -1,4 +1,4 @@
-"""The raw interchange directory of raw-format.md: binaries plus layout.json.
+"""The raw interchange directory (docs/raw.md): binaries plus layout.json.
 
 :func:`import_raw` reads a directory written by any VTA tool; :func:`export_raw`
 writes one. Import then export reproduces the same binary files byte for byte
@@ -6,7 +6,7 @@ and a layout.json with the same values; export, import, export is byte
 identical. Every path named by a layout stays inside its directory.
 :func:`load_program` opens either form (a .vbin file or a raw directory).
 
-Besides the keys of raw-format.md, a layout may carry the program's tensor
+Besides the standard keys, a layout may carry the program's tensor
 table (``tensors``: the META entries of vbin.md, each with the ``file`` of
 its segment), so that tensor names survive export and import; other tools
 ignore the key.
