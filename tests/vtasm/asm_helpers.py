@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from pathlib import PurePosixPath
 
 import pytest
 from hypothesis import strategies as st
@@ -62,6 +63,15 @@ _odd_names = st.sampled_from(["BATCH", "a.b", "x-y", "has space", 'q"uote', "bac
 _identifiers = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,6}", fullmatch=True)
 names = st.one_of(_identifiers, _odd_names, st.text(min_size=1, max_size=5))
 texts = st.text(min_size=1, max_size=12)
+
+
+def _inside_results_dir(name: str) -> bool:
+    """The assembler's rule for .dump files: relative, no '..', not the directory itself."""
+    path = PurePosixPath(name)
+    return not path.is_absolute() and ".." not in path.parts and name != "."
+
+
+dump_files = texts.filter(_inside_results_dir)
 
 
 def _field_value(f: isa.PlacedField):
@@ -142,7 +152,7 @@ def programs(draw, cfg: VTAConfig) -> Program:
             seg = draw(st.sampled_from(segments))
             dumps.append(DumpRange(seg.addr, len(seg.data), f"{seg.name}.bin"))
         else:
-            dumps.append(DumpRange(draw(st.integers(0, 2**34)), draw(st.integers(0, 4096)), draw(texts)))
+            dumps.append(DumpRange(draw(st.integers(0, 2**34)), draw(st.integers(0, 4096)), draw(dump_files)))
     label_names = draw(st.lists(names, max_size=4, unique=True))
     indices = sorted(draw(st.integers(0, len(uops))) for _ in label_names)
     source_map = None
