@@ -47,11 +47,11 @@ def _vtasim() -> list[str]:
     return [exe] if exe else [sys.executable, "-m", "vtasim.cli"]
 
 
-def _median_seconds(action, runs: int) -> float:
+def _median_seconds(runs: int, action, *args, **kwargs) -> float:
     times = []
     for _ in range(runs):
         t0 = time.perf_counter()
-        action()
+        action(*args, **kwargs)
         times.append(time.perf_counter() - t0)
     return statistics.median(times)
 
@@ -72,8 +72,8 @@ def main() -> None:
     for name in BUILTIN:
         profile = load_profile(name)
         works = plan(program.instructions, program.config, profile)
-        t_plan = _median_seconds(lambda: plan(program.instructions, program.config, profile), args.runs)
-        t_engine = _median_seconds(lambda: simulate(works, profile, record=False), args.runs)
+        t_plan = _median_seconds(args.runs, plan, program.instructions, program.config, profile)
+        t_engine = _median_seconds(args.runs, simulate, works, profile, record=False)
         cycles = simulate(works, profile, record=False).cycles
         print(f"| {name} | {cycles:,} | {t_plan:.3f} s | {t_engine:.3f} s | {t_plan + t_engine:.3f} s |")
 
@@ -87,7 +87,7 @@ def main() -> None:
         for _ in range(args.runs):  # alternate, so that every variant sees the same machine
             for key, cmd in variants.items():
                 t0 = time.perf_counter()
-                subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+                subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
                 walls[key].append(time.perf_counter() - t0)
     med = {key: statistics.median(values) for key, values in walls.items()}
     print(f"\nwhole process (vtasim, Python start-up included), median of {args.runs} runs")

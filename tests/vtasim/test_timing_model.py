@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.vtasim.builders import OUT, UOP, chain, finish, gemm, load, store
+from tests.vtasim.builders import ADD, OUT, UOP, alu, chain, finish, gemm, load, store
 from vtasim.timing.engine import simulate
 from vtasim.timing.plan import plan
 from vtasim.timing.profile import BUILTIN, load_profile, parse_override, with_overrides
@@ -98,6 +98,24 @@ def test_report_adds_up():
         assert m["busy"] + m["token"] + m["memory"] + m["idle"] == report.cycles
     assert report.macs == 16 * cfg.batch * cfg.block_in * cfg.block_out
     assert report.as_dict()["cycles"] == report.cycles and isinstance(report.as_dict()["cycles"], int)
+
+
+def test_utilisation_against_peak_by_hand():
+    """A lone 16-execution GEMM: 16 x 256 MACs; peak is 256 MACs per 4 cycles, so 16 * 4 / cycles."""
+    cfg = default_config()
+    from vtasm.encoding import MicroOp
+
+    p = load_profile("chisel-2019")
+    gemm_only = time_program(Program(cfg, [load(UOP, 0, 0, 1), gemm(0, 1, (4, 4)), finish()],
+                                     [MicroOp(0, 0, 0)]), p).report
+    assert gemm_only.gemm_utilisation == pytest.approx(16 * 4 / gemm_only.cycles)
+    assert gemm_only.peak_gops == pytest.approx(2 * 256 / 4 * 100e6 / 1e9)  # 12.8 at 100 MHz
+    assert gemm_only.alu_utilisation == 0.0
+    # 12 ALU executions with an immediate: at best one per 5 cycles, 16 lanes each
+    alu_run = time_program(Program(cfg, [load(UOP, 0, 0, 1), alu(ADD, 0, 1, (3, 4), imm=1), finish()],
+                                   [MicroOp(0, 0, 0)]), p).report
+    assert alu_run.alu_utilisation == pytest.approx(12 * 5 / alu_run.cycles)
+    assert alu_run.as_dict()["alu"]["lane_ops"] == 12 * 16
 
 
 # -- profiles -----------------------------------------------------------------

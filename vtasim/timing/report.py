@@ -31,6 +31,8 @@ class TimingReport:
     alu_executions: int
     macs: int
     peak_macs_per_cycle: int
+    alu_peak_cycles: int
+    lanes: int
     read_bytes: int
     write_bytes: int
     bus_bytes_per_cycle: int
@@ -42,6 +44,11 @@ class TimingReport:
     @property
     def gemm_utilisation(self) -> float:
         return self.macs / (self.peak_macs_per_cycle * self.cycles) if self.cycles else 0.0
+
+    @property
+    def alu_utilisation(self) -> float:
+        """ALU executions against the peak: one execution (all lanes) per immediate-form execution time."""
+        return self.alu_executions * self.alu_peak_cycles / self.cycles if self.cycles else 0.0
 
     @property
     def gops(self) -> float:
@@ -65,8 +72,9 @@ class TimingReport:
             "modules": self.modules,
             "gemm": {"executions": self.gemm_executions, "macs": self.macs,
                      "utilisation": round(self.gemm_utilisation, 4)},
-            "alu": {"executions": self.alu_executions, "busy_fraction": round(
-                self.modules["compute"]["alu"] / self.cycles if self.cycles else 0.0, 4)},
+            "alu": {"executions": self.alu_executions, "lane_ops": self.alu_executions * self.lanes,
+                    "utilisation": round(self.alu_utilisation, 4), "busy_fraction": round(
+                        self.modules["compute"]["alu"] / self.cycles if self.cycles else 0.0, 4)},
             "dram": {"read_bytes": self.read_bytes, "write_bytes": self.write_bytes,
                      "read_bandwidth_fraction": round(self.bandwidth(self.read_bytes), 4),
                      "write_bandwidth_fraction": round(self.bandwidth(self.write_bytes), 4),
@@ -85,6 +93,8 @@ class TimingReport:
             lines.append(f"  {name:8s} {parts}")
         lines.append(f"  GEMM {self.gemm_utilisation:.1%} of peak ({self.macs:,} MACs); "
                      f"{self.gops:.2f} GOPS of {self.peak_gops:.1f}")
+        lines.append(f"  ALU  {self.alu_utilisation:.1%} of peak ({self.alu_executions:,} executions of "
+                     f"{self.lanes} lanes)")
         lines.append(f"  DRAM read {self.read_bytes:,} B ({self.bandwidth(self.read_bytes):.1%} of the bus), "
                      f"write {self.write_bytes:,} B ({self.bandwidth(self.write_bytes):.1%})")
         return "\n".join(lines)
@@ -132,5 +142,6 @@ def summarise(timeline: Timeline, works: list[Work], cfg: VTAConfig, profile: Pr
         alu_executions=sum(w.executions for w in works if w.unit == "alu"),
         macs=sum(w.macs for w in works),
         peak_macs_per_cycle=cfg.batch * cfg.block_in * cfg.block_out // profile.gemm_per_execution,
+        alu_peak_cycles=profile.alu_imm_per_execution, lanes=cfg.batch * cfg.block_out,
         read_bytes=read_bytes, write_bytes=write_bytes, bus_bytes_per_cycle=profile.bus_bytes,
     )
