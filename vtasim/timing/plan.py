@@ -165,19 +165,22 @@ def plan(instructions: list[Instruction], cfg: VTAConfig, profile: Profile) -> l
             w.kind = WRITE
             _write_work(w, insn, cfg, profile)
         elif opcode == isa.OPCODES["gemm"]:
-            n = f["iter_out"] * f["iter_in"] * max(f["uop_end"] - f["uop_bgn"], 0)
             per = profile.gemm_reset_per_execution if f["reset"] else profile.gemm_per_execution
-            iterations = f["iter_out"] * f["iter_in"] if n else 0
-            w.cycles = (profile.gemm_fixed + per * n + profile.gemm_per_iteration * iterations
-                        + (profile.gemm_drain if n > 1 else 0))
-            w.executions, w.unit = n, "gemm"
-            w.macs = 0 if f["reset"] else n * macs_per_exec
+            w.executions, w.cycles = _execution_cycles(f, per, profile.gemm_fixed, profile.gemm_per_iteration,
+                                                       profile.gemm_drain)
+            w.unit = "gemm"
+            w.macs = 0 if f["reset"] else w.executions * macs_per_exec
         else:  # ALU
-            n = f["iter_out"] * f["iter_in"] * max(f["uop_end"] - f["uop_bgn"], 0)
             per = profile.alu_imm_per_execution if f["use_imm"] else profile.alu_tensor_per_execution
-            iterations = f["iter_out"] * f["iter_in"] if n else 0
-            w.cycles = (profile.alu_fixed + per * n + profile.alu_per_iteration * iterations
-                        + (profile.alu_drain if n > 1 else 0))
-            w.executions, w.unit = n, "alu"
+            w.executions, w.cycles = _execution_cycles(f, per, profile.alu_fixed, profile.alu_per_iteration,
+                                                       profile.alu_drain)
+            w.unit = "alu"
         out.append(w)
     return out
+
+
+def _execution_cycles(f: dict, per: int, fixed: int, per_iteration: int, drain: int) -> tuple[int, int]:
+    """Executions of a GEMM or ALU instruction and the cycles they occupy the compute module."""
+    n = f["iter_out"] * f["iter_in"] * max(f["uop_end"] - f["uop_bgn"], 0)
+    iterations = f["iter_out"] * f["iter_in"] if n else 0
+    return n, fixed + per * n + per_iteration * iterations + (drain if n > 1 else 0)
