@@ -68,11 +68,14 @@ def _dims(pr: Problem, tile, nic: int, w_per_oc: int) -> list[Dim]:
     ]
 
 
-def gemm_chunks(group: Group, gemm: GemmProducer, pr: Problem, tile, acc: int, ibase: int,
-                wbase: int, chunks: list[tuple[int, int]], w_ic: int, load_inputs: bool, load_weights: bool,
+def gemm_chunks(group: Group, gemm: GemmProducer, pr: Problem, tile, acc: int, ibases: list[int],
+                wbases: list[int], chunks: list[tuple[int, int]], w_ic: int, load_inputs: bool, load_weights: bool,
                 spare: int, spare_elems: int) -> None:
     """Reset, then per input-channel chunk: input and weight loads when streamed, and the GEMM.
 
+    Chunk k reads its inputs at ``ibases[k]`` and its weights at ``wbases[k]``:
+    when consecutive chunks use different slots, the loads of one overlap the
+    GEMM of the one before (double buffering inside a tile).
     ``w_ic`` is the number of input-channel tiles per output channel in the weight slot.
     A tile whose kernel needs partial sums keeps them in the ``spare_elems``
     accumulator elements at ``spare`` (reset first, added into the tile last).
@@ -80,7 +83,7 @@ def gemm_chunks(group: Group, gemm: GemmProducer, pr: Problem, tile, acc: int, i
     kk = pr.kh * pr.kw
     room = Spare(acc, spare, tile.elems, spare_elems // tile.elems)
     kernels = []
-    for ic0, nic in chunks:
+    for (ic0, nic), ibase, wbase in zip(chunks, ibases, wbases, strict=True):
         w_off = 0 if load_weights else ic0 * kk
         dims = _dims(pr, tile, nic, nic if load_weights else w_ic)
         kernels.append(build_kernel(dims, (acc, ibase, wbase + w_off), spare=room))
@@ -88,7 +91,7 @@ def gemm_chunks(group: Group, gemm: GemmProducer, pr: Problem, tile, acc: int, i
     group.steps.append(Gemm(contiguous(tile.elems, acc), reset=True))
     if copies:
         group.steps.append(Gemm(contiguous(copies * tile.elems, spare), reset=True))
-    for (ic0, nic), kernel in zip(chunks, kernels, strict=True):
+    for (ic0, nic), kernel, ibase, wbase in zip(chunks, kernels, ibases, wbases, strict=True):
         if load_inputs:
             group.steps += input_loads(gemm, pr, tile, ic0, nic, ibase)
         if load_weights:

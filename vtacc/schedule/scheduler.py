@@ -216,6 +216,7 @@ def schedule_operator(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig) -> 
     wcount = 0
     last_inputs: tuple | None = None
     icount = 0
+    chunk_count = 0
     for g, c0, n0, h0, w0 in _tiles(t, pr, t.order):
         tile = Tile(n0, min(t.tn, pr.n_t - n0), c0, min(t.toc, pr.oc_t - c0), h0, min(t.th, pr.oh - h0),
                     w0, min(t.tw, pr.ow - w0), g, counter % t.threads, g * pr.oc_t)
@@ -241,13 +242,18 @@ def schedule_operator(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig) -> 
                     group.steps += input_loads(gemm, pr, tile, 0, pr.ic_t, ibase)
                 ibase = slots.inp[(icount - 1) % t.threads]
                 group.steps.append(Load(WGT, gemm.w.name, weight_dma(gemm, pr, g, c0, tile.nc, 0, pr.ic_t, wbase)))
-                gemm_chunks(group, gemm, pr, tile, slots.acc[tile.thread], ibase, wbase, [(0, pr.ic_t)], pr.ic_t,
-                            load_inputs=False, load_weights=False, spare=slots.partial[tile.thread],
+                gemm_chunks(group, gemm, pr, tile, slots.acc[tile.thread], [ibase], [wbase], [(0, pr.ic_t)],
+                            pr.ic_t, load_inputs=False, load_weights=False, spare=slots.partial[tile.thread],
                             spare_elems=slots.partial_elems)
             else:
+                # streamed chunks rotate through the threads' input (and weight) slots chunk by chunk, so a
+                # chunk's loads overlap the GEMM of the chunk before, inside a tile as across tiles
                 chunks = [(c, min(t.tic, pr.ic_t - c)) for c in range(0, pr.ic_t, t.tic)]
-                gemm_chunks(group, gemm, pr, tile, slots.acc[tile.thread], slots.inp[tile.thread], wbase, chunks,
-                            pr.ic_t if t.resident else t.tic, load_inputs=True, load_weights=not t.resident,
+                turns = [(chunk_count + k) % t.threads for k in range(len(chunks))]
+                chunk_count += len(chunks)
+                wbases = [wbase] * len(chunks) if t.resident else [slots.wgt[k] for k in turns]
+                gemm_chunks(group, gemm, pr, tile, slots.acc[tile.thread], [slots.inp[k] for k in turns], wbases,
+                            chunks, pr.ic_t if t.resident else t.tic, load_inputs=True, load_weights=not t.resident,
                             spare=slots.partial[tile.thread], spare_elems=slots.partial_elems)
         elif isinstance(op.producer, PoolProducer):
             group.steps += pool_steps(op.producer, pr, tile, slots, cfg)
