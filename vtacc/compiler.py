@@ -13,12 +13,15 @@ import numpy as np
 
 from vtacc.backend.codegen import Generated, generate, identity_bytes
 from vtacc.frontend import checked as ck
+from vtacc.schedule.cost import CostModel
 from vtacc.schedule.epilogue import Needs, analyse, constant_name
 from vtacc.schedule.layouts import ACT, BIAS, WGT, DramTensor, dram_tensor
 from vtacc.schedule.operators import GemmProducer, Operator, PoolProducer, TensorTable, build_operator
 from vtacc.schedule.scheduler import IDENTITY, NEG_IDENTITY, schedule_operator
 from vtacc.schedule.steps import Group
 from vtacc.schedule.tiling import Tiling, choose_tiling
+from vtasim.timing.profile import Profile, load_profile
+from vtasim.timing.run import TimingResult, time_program
 from vtasm.config import VTAConfig
 from vtasm.errors import CompileError
 
@@ -52,6 +55,8 @@ class Compiled:
     tensors: list[DramTensor]
     generated: Generated
     extras: dict = field(default_factory=dict)
+    profile: Profile | None = None  # the hardware profile the tiles were chosen for
+    _timed: TimingResult | None = field(default=None, repr=False)
 
     @property
     def program(self):
@@ -60,6 +65,13 @@ class Compiled:
     @property
     def groups(self) -> list[Group]:
         return self.generated.groups
+
+    @property
+    def timed(self) -> TimingResult:
+        """The program timed by the full timing model under the compiler's profile (computed once, on demand)."""
+        if self._timed is None:
+            self._timed = time_program(self.program, self.profile or load_profile())
+        return self._timed
 
 
 def _fixed_tiles(schedule: ck.Schedule, cfg: VTAConfig, op) -> dict[str, int]:
@@ -112,8 +124,15 @@ def _order(schedule: ck.Schedule) -> str | None:
     return "inputs" if spatial and spatial[0] < channel else "weights"
 
 
-def compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_name: str) -> Compiled:
-    """Compile output assignments (in order) into one program whose inputs and outputs are ``entry``'s."""
+def compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_name: str,
+                  profile: Profile | None = None) -> Compiled:
+    """Compile output assignments (in order) into one program whose inputs and outputs are ``entry``'s.
+
+    Tiles are chosen by the cycles predicted under ``profile`` (default: the
+    timing model's default profile).
+    """
+    profile = profile or load_profile()
+    model = CostModel(cfg, profile)
     if cfg.inp_width != 8 or cfg.wgt_width != 8 or cfg.acc_width != 32:
         raise CompileError(f"vtacc compiles for 8-bit inputs and weights and 32-bit accumulators; configuration "
                            f"{cfg.describe()} has {cfg.inp_width}/{cfg.wgt_width}/{cfg.acc_width}", entry.span)
@@ -144,7 +163,7 @@ def compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_na
             needs.identity = True  # int8 windows reach the accumulator through the GEMM core
         extra = sum(t.nbytes for t in {id(t): t for t in op.operands.values()}.values())
         tiling = choose_tiling(op, needs, cfg, _fixed_tiles(schedule, cfg, op), schedule.threads, _order(schedule),
-                               extra, schedule.span or op.span)
+                               extra, schedule.span or op.span, model)
         planned.append(Planned(op, needs, tiling))
         groups += schedule_operator(op, tiling, needs, cfg)
     tensors = [t if t is not None else dram_tensor(n, _decl(entry, n).dtype, _decl(entry, n).shape, ACT, cfg)
@@ -159,12 +178,12 @@ def compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_na
         constants[NEG_IDENTITY] = identity_bytes(cfg, negate=True)
     outputs = [o.name for o in entry.outputs]
     generated = generate(groups, tensors, constants, outputs, cfg, Path(source_name).name)
-    return Compiled(entry, cfg, planned, tensors, generated)
+    return Compiled(entry, cfg, planned, tensors, generated, profile=profile)
 
 
-def compile_kernel(kernel: ck.Kernel, cfg: VTAConfig, source_name: str) -> Compiled:
+def compile_kernel(kernel: ck.Kernel, cfg: VTAConfig, source_name: str, profile: Profile | None = None) -> Compiled:
     """Compile one kernel that calls no other kernel."""
-    return compile_units(kernel, [Unit(kernel, a) for a in kernel.assigns], cfg, source_name)
+    return compile_units(kernel, [Unit(kernel, a) for a in kernel.assigns], cfg, source_name, profile)
 
 
 def _decl(kernel: ck.Kernel, name: str) -> ck.TensorDecl:

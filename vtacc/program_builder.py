@@ -16,6 +16,7 @@ from pathlib import Path
 
 from vtacc.frontend import checked as ck
 from vtacc.frontend.check_calls import unknown_kernel
+from vtasim.timing.profile import Profile
 from vtasm.config import VTAConfig
 from vtasm.errors import CompileError
 
@@ -116,10 +117,14 @@ class _Flattener:
         return out
 
 
-def compile_file(checked: ck.CheckedFile, cfg: VTAConfig, kernel_name: str | None = None) -> Compiled:
-    """Compile the entry kernel of a checked file (with everything it calls) into one program."""
+def compile_file(checked: ck.CheckedFile, cfg: VTAConfig, kernel_name: str | None = None,
+                 profile: Profile | None = None) -> Compiled:
+    """Compile the entry kernel of a checked file (with everything it calls) into one program.
+
+    Tiles are chosen by the cycles predicted under ``profile`` (default chisel-2019).
+    """
     entry = pick_entry(checked, kernel_name)
     flat = _Flattener(checked)
     flat.taken |= {d.name for d in entry.inputs + entry.outputs}
     flat.kernel(entry, {}, {}, 0)
-    return compile_units(entry, flat.units, cfg, Path(checked.path).name)
+    return compile_units(entry, flat.units, cfg, Path(checked.path).name, profile)

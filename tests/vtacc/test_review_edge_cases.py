@@ -233,16 +233,19 @@ def test_micro_op_table_larger_than_the_buffer_uop14():
     """Six large pools: the micro-op table (>4096 entries) no longer fits the uop14 buffer; kernels are reloaded."""
     cfg = config("uop14")
     rng = np.random.default_rng(0)
-    params, results, body, inputs, expected = [], [], [], {}, {}
-    for i, (hw, c) in enumerate([(3, 16 * 300), (3, 16 * 310), (3, 16 * 320), (3, 16 * 330), (4, 16 * 200),
-                                 (3, 16 * 290)]):
+    params, results, body, inputs, expected, kernels = [], [], [], {}, {}, []
+    # each pool in its own kernel with wide channel tiles, so the kernels differ and the table overflows
+    for i, (hw, c, tile) in enumerate([(3, 16 * 300, 1600), (3, 16 * 310, 992), (3, 16 * 320, 1280),
+                                       (3, 16 * 330, 1056), (4, 16 * 200, 800), (3, 16 * 290, 1552)]):
         oh = hw - 2
         params.append(f"x{i}: int8[1, {c}, {hw}, {hw}]")
         results.append(f"y{i}: int8[1, {c}, {oh}, {oh}]")
-        body.append(f"y{i} = max_pool(x{i}, 3, stride=1)")
+        kernels.append(f"kernel pool{i}(x: int8[1, {c}, {hw}, {hw}]) -> y: int8[1, {c}, {oh}, {oh}] {{\n"
+                       f"    y = max_pool(x, 3, stride=1)\n    schedule {{ tile_oc = {tile} }}\n}}\n")
+        body.append(f"y{i} = pool{i}(x{i})")
         inputs[f"x{i}"] = rand8(rng, 1, c, hw, hw)
         expected[f"y{i}"] = _max_pool_ref(inputs[f"x{i}"], 3, 1, 0)
-    src = f"kernel p({', '.join(params)}) -> ({', '.join(results)}) {{ {'; '.join(body)} }}"
+    src = "".join(kernels) + f"kernel p({', '.join(params)}) -> ({', '.join(results)}) {{ {'; '.join(body)} }}"
     result = run(src, inputs, cfg)
     stats = result.compiled.generated.stats
     assert len(result.compiled.program.uops) > cfg.uop_depth

@@ -16,8 +16,8 @@ from __future__ import annotations
 from .dma import box_dmas, padded_plane_dma
 from .kernels import Dim, Spare, build_kernel, contiguous
 from .operators import GemmProducer
+from .problem import Problem, window_cols
 from .steps import INP, WGT, Alu, Gemm, Group, Load
-from .tiling import Problem
 
 
 def weight_dma(gemm: GemmProducer, pr: Problem, g: int, c0: int, nc: int, ic0: int, nic: int, sram: int):
@@ -33,7 +33,7 @@ def input_loads(gemm: GemmProducer, pr: Problem, tile, ic0: int, nic: int, sram:
     dims = (x.n_tiles, x.c_tiles, x.dims[2], x.dims[3])
     s = pr.stride
     rows = (tile.nh - 1) * s + pr.kh
-    cols = (tile.nw - 1) * s + pr.kw
+    cols = window_cols(pr, tile.nw)
     row0, col0 = tile.h0 * s - pr.pad, tile.w0 * s - pr.pad
     c_base = tile.group * pr.ic_t + ic0  # input channels of the tile's group
     inside = row0 >= 0 and col0 >= 0 and row0 + rows <= dims[2] and col0 + cols <= dims[3]
@@ -53,7 +53,7 @@ def input_loads(gemm: GemmProducer, pr: Problem, tile, ic0: int, nic: int, sram:
 def _dims(pr: Problem, tile, nic: int, w_per_oc: int) -> list[Dim]:
     """The GEMM iteration space of one tile and input-channel chunk (outermost first)."""
     s = pr.stride
-    tw_in = (tile.nw - 1) * s + pr.kw
+    tw_in = window_cols(pr, tile.nw)
     plane = ((tile.nh - 1) * s + pr.kh) * tw_in
     kk = pr.kh * pr.kw
     pix = tile.nh * tile.nw

@@ -53,6 +53,11 @@ class Needs:
     neg_identity: bool = False
     biases: tuple[str, ...] = ()  # per-channel vectors, constant vectors included (one small slot each)
     constants: tuple[int, ...] = ()  # values too wide for a 16-bit immediate, applied as constant vectors
+    # per tile, for the cost model: passes over the tile's elements on each unit, and full-tile loads
+    alu_passes: int = 0  # ALU instructions with an immediate
+    alu_tensor_passes: int = 0  # ALU instructions with two tensors (bias and constant vectors included)
+    gemm_passes: int = 0  # GEMM instructions (resets, int8 operands through the identity weights)
+    tile_loads: int = 0  # whole-tile loads (int32 operands into the accumulator, int8 ones into inputs)
 
 
 class CountingTarget(Target):
@@ -75,36 +80,41 @@ class CountingTarget(Target):
 
     def gemm_int8(self, tensor, slot, negate, accumulate) -> None:
         self.needs.inp_temp = True
+        self.needs.tile_loads += 1
+        self.needs.gemm_passes += 1 if accumulate else 2
         if negate:
             self.needs.neg_identity = True
         else:
             self.needs.identity = True
 
     def alu_bias(self, slot, op, tensor) -> None:
+        self.needs.alu_tensor_passes += 1
         if tensor.name not in self._biases:
             self._biases.append(tensor.name)
             self.needs.biases = tuple(self._biases)
 
     def alu_const(self, slot, op, value) -> None:
+        self.needs.alu_tensor_passes += 1
         if value not in self.needs.constants:
             self.needs.constants += (value,)
             self._biases.append(constant_name(value))
             self.needs.biases = tuple(self._biases)
 
     def load_full(self, tensor, slot) -> None:
-        pass
+        self.needs.tile_loads += 1
 
     def alu_imm(self, slot, op, imm) -> None:
-        pass
+        self.needs.alu_passes += 1
 
     def alu_tensor(self, slot, op, src_slot) -> None:
-        pass
+        self.needs.alu_tensor_passes += 1
 
     def copy(self, dst, src) -> None:
-        pass
+        self.needs.gemm_passes += 1
+        self.needs.alu_tensor_passes += 1
 
     def zero(self, slot) -> None:
-        pass
+        self.needs.gemm_passes += 1
 
 
 def _uses(node: ck.Node, counts: Counter) -> None:

@@ -15,13 +15,14 @@ from vtasm.config import VTAConfig
 
 from .convolution import gemm_chunks, input_loads, weight_dma
 from .dma import box_dmas
-from .epilogue import Evaluator, Needs, Target
+from .epilogue import Evaluator, Needs, Target, constant_name
 from .kernels import Dim, build_kernel, contiguous
 from .layouts import DramTensor
 from .operators import GemmProducer, Operator, PoolProducer
 from .pooling import pool_steps
+from .problem import Problem, problem_of, window_cols
 from .steps import ACC, INP, WGT, Alu, Dma, Gemm, Group, Load, Store
-from .tiling import Problem, Tiling, partial_elems, problem_of
+from .tiling import Tiling, partial_elems
 
 IDENTITY, NEG_IDENTITY = "__identity", "__neg_identity"
 
@@ -34,7 +35,7 @@ class Slots:
     inp_temp: list[int]
     wgt: list[int]
     acc: list[int]  # base of the thread's acc slots; slot k at acc + k * tile_elems
-    bias: list[int]
+    bias: int  # the operator's bias vectors, loaded whole once: vector k at bias + k * channel blocks
     identity: int
     neg_identity: int
     pool_acc: list[int]
@@ -77,7 +78,7 @@ def _plan_slots(t: Tiling, pr: Problem, needs: Needs, op: Operator) -> Slots:
     n = t.threads
     inp_tile = 0
     if gemm:
-        inp_tile = t.tn * (pr.ic_t if t.order == "inputs" else t.tic) * th_in * tw_in
+        inp_tile = t.tn * (pr.ic_t if t.order == "inputs" else t.tic) * th_in * window_cols(pr, t.tw)
     elif pool:
         inp_tile = t.tn * t.toc * th_in * tw_in
     inp = [i * inp_tile for i in range(n)]
@@ -85,11 +86,11 @@ def _plan_slots(t: Tiling, pr: Problem, needs: Needs, op: Operator) -> Slots:
     wgt_base = int(needs.identity) + int(needs.neg_identity)
     wslot = t.toc * (pr.ic_t if (t.resident or t.order == "inputs") else t.tic) * pr.kh * pr.kw if gemm else 0
     wgt = [wgt_base + i * wslot for i in range(n)]
-    acc_thread = e * needs.acc_slots + len(needs.biases) * t.toc
+    acc_thread = e * needs.acc_slots
     pool_tile = t.tn * t.toc * th_in * tw_in if pool else 0
     spare = partial_elems(t, pr, gemm)
     acc = [i * (acc_thread + pool_tile + spare) for i in range(n)]
-    bias = [a + e * needs.acc_slots for a in acc]
+    bias = n * (acc_thread + pool_tile + spare)  # every bias vector, whole, after the threads' slots
     pool_acc = [a + acc_thread for a in acc]
     partial = [a + acc_thread + pool_tile for a in acc]
     identity = 0
@@ -103,7 +104,6 @@ class TileTarget(Target):
     def __init__(self, op: Operator, tile: Tile, slots: Slots, needs: Needs, group: Group, cfg: VTAConfig):
         self.op, self.tile, self.slots, self.needs, self.group, self.cfg = op, tile, slots, needs, group, cfg
         self.free_slots = list(range(needs.acc_slots))
-        self.loaded_bias: dict[str, int] = {}
         self.loaded: set[int] = set()  # slots last written by an ACC load (not yet by GEMM/ALU)
 
     def base(self, slot: int) -> int:
@@ -157,14 +157,11 @@ class TileTarget(Target):
 
     def alu_bias(self, slot: int, op: str, tensor: DramTensor) -> None:
         t = self.tile
-        if tensor.name not in self.loaded_bias:
-            at = self.slots.bias[t.thread] + len(self.loaded_bias) * t.nc
-            self.group.steps.append(Load(ACC, tensor.name, box_dmas((1, tensor.c_tiles, 1, 1), (0, t.channel, 0, 0),
-                                                                    (1, t.nc, 1, 1), at)[0]))
-            self.loaded_bias[tensor.name] = at
+        names = [v.name for v in bias_vectors(self.op, self.needs)]
+        at = self.slots.bias + names.index(tensor.name) * tensor.c_tiles + t.channel
         pix = t.nh * t.nw
         dims = [Dim("n", t.nn, t.nc * pix, 0), Dim("c", t.nc, pix, 1), Dim("pix", pix, 1, 0)]
-        kernel = build_kernel(dims, (self.base(slot), self.loaded_bias[tensor.name], 0))
+        kernel = build_kernel(dims, (self.base(slot), at, 0))
         self.group.steps.append(Alu(kernel, op))
         self.loaded.discard(slot)
 
@@ -208,6 +205,10 @@ def schedule_operator(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig) -> 
         setup.steps.append(Load(WGT, IDENTITY, Dma(0, 1, 1, 1, slots.identity)))
     if needs.neg_identity:
         setup.steps.append(Load(WGT, NEG_IDENTITY, Dma(0, 1, 1, 1, slots.neg_identity)))
+    for k, tensor in enumerate(bias_vectors(op, needs)):  # bias vectors stay resident for the whole operator
+        whole = (1, tensor.c_tiles, 1, 1)
+        setup.steps.append(Load(ACC, tensor.name, box_dmas(whole, (0, 0, 0, 0), whole,
+                                                           slots.bias + k * tensor.c_tiles)[0]))
     if setup.steps:
         groups.append(setup)
     gemm = op.producer if isinstance(op.producer, GemmProducer) else None
@@ -271,6 +272,18 @@ def schedule_operator(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig) -> 
             group.steps.append(Store(out.name, dma))
         groups.append(group)
     return groups
+
+
+def bias_vectors(op: Operator, needs: Needs) -> list[DramTensor]:
+    """The DRAM vectors behind Needs.biases, in its order (operands by name, constants by value)."""
+    out = []
+    for name in needs.biases:
+        found = [t for t in op.operands.values() if t.name == name]
+        found += [t for value, t in op.constants.items() if constant_name(value) == name]
+        if not found:
+            raise AssertionError(f"no vector {name} among the operator's operands and constants")
+        out.append(found[0])
+    return out
 
 
 def _title(op: Operator, tile: Tile, cfg: VTAConfig) -> str:

@@ -12,8 +12,9 @@ input channels into chunks of tic tiles. Two loop orders exist:
   weights through.
 
 Every candidate is checked against the buffer depths, with two copies of each
-streamed buffer when two virtual threads double-buffer, and scored by DRAM
-bytes plus a per-instruction cost; the cheapest wins. A ``schedule`` block can
+streamed buffer when two virtual threads double-buffer, and scored by the
+cycles the cost model (cost.py) predicts under the compiler's hardware
+profile, DRAM bytes breaking ties; the fastest wins. A ``schedule`` block can
 fix any choice; a fixed choice that does not fit is an error naming the buffer
 and by how much it overflows.
 """
@@ -28,10 +29,16 @@ from dataclasses import dataclass, field
 from vtasm.config import VTAConfig
 from vtasm.errors import CompileError
 
+from .cost import CostModel
 from .epilogue import Needs
 from .operators import GemmProducer, Operator, PoolProducer
+from .problem import Problem, in_extent, problem_of, window_cols
 
-INSN_COST = 64  # bytes-equivalent of one instruction in the cost model
+# DRAM traffic a tiling may move, against the compulsory minimum (every byte once), unless none can: the
+# bandwidth is shared with the other layers of a network and costs energy, which one operator's cycles
+# do not show.
+TRAFFIC_LIMIT = 1.5
+NEAR_TIE = 0.02  # predicted cycles this close to the fastest count as a tie, which DRAM bytes break
 PARTIAL_ELEMS = 6  # spare accumulators per thread for partial sums: three copies of a tile of up to two elements
 
 
@@ -49,6 +56,7 @@ class Tiling:
     threads: int = 2
     dram_bytes: int = 0
     instructions: int = 0
+    cycles: int = 0  # predicted by the cost model (cost.py) under the compiler's hardware profile
     occupancy: dict = field(default_factory=dict, compare=False)  # buffer -> elements used
 
     def describe(self, cfg: VTAConfig) -> str:
@@ -73,57 +81,22 @@ def _candidates(n: int, fixed: int | None = None) -> list[int]:
     return sorted(values)
 
 
-def _in_extent(out: int, stride: int, k: int) -> int:
-    return (out - 1) * stride + k
-
-
 def _valid_rows(start: int, count: int, stride: int, k: int, pad: int, size: int) -> int:
     lo = start * stride - pad
-    hi = lo + _in_extent(count, stride, k)
+    hi = lo + in_extent(count, stride, k)
     return max(0, min(hi, size) - max(lo, 0))
 
 
-@dataclass(frozen=True)
-class Problem:
-    """Sizes of one operator in tile units."""
-
-    n_t: int
-    oc_t: int  # output-channel tiles per group
-    oh: int
-    ow: int
-    ic_t: int = 0  # input-channel tiles per group (GEMM)
-    groups: int = 1
-    kh: int = 1
-    kw: int = 1
-    stride: int = 1
-    pad: int = 0
-    ih: int = 1
-    iw: int = 1
-
-
-def problem_of(op: Operator, cfg: VTAConfig) -> Problem:
-    """An operator's sizes in tile units."""
-    n, c, h, w = op.out_dims
-    n_t, c_t = math.ceil(n / cfg.batch), math.ceil(c / cfg.block_out)
-    p = op.producer
-    if isinstance(p, GemmProducer):
-        g = p.groups
-        ic = p.x.dims[1]
-        return Problem(n_t, c_t // g if g > 1 else c_t, h, w, math.ceil(ic / g / cfg.block_in) if g > 1 else
-                       math.ceil(ic / cfg.block_in), g, p.kh, p.kw, p.stride, p.pad, p.x.dims[2], p.x.dims[3])
-    if isinstance(p, PoolProducer):
-        return Problem(n_t, c_t, h, w, 0, 1, p.size, p.size, p.stride, p.pad, p.x.dims[2], p.x.dims[3])
-    return Problem(n_t, c_t, h, w)
-
-
 @functools.lru_cache(maxsize=4096)
-def _spatial_sum(pr: Problem, th: int, tw: int) -> tuple[int, int]:
+def _spatial_sum(pr: Problem, th: int, tw: int, gemm: bool = False) -> tuple[int, int]:
     """(number of spatial tiles, sum over them of valid input pixels) for one channel plane."""
     tiles, pixels = 0, 0
     for h0 in range(0, pr.oh, th):
         rows = _valid_rows(h0, min(th, pr.oh - h0), pr.stride, pr.kh, pr.pad, pr.ih)
         for w0 in range(0, pr.ow, tw):
             cols = _valid_rows(w0, min(tw, pr.ow - w0), pr.stride, pr.kw, pr.pad, pr.iw)
+            if gemm and tw >= pr.ow:
+                cols = max(cols, min(window_cols(pr, tw), pr.iw))
             tiles += 1
             pixels += rows * cols
     return tiles, pixels
@@ -143,20 +116,20 @@ def partial_elems(t: Tiling, pr: Problem, gemm: bool) -> int:
 
 
 def _evaluate(t: Tiling, pr: Problem, needs: Needs, cfg: VTAConfig, gemm: bool, pool: bool,
-              extra_bytes: int) -> Tiling | None:
+              extra_bytes: int, model: CostModel | None = None) -> Tiling | None:
     threads = t.threads
     e = t.tn * t.toc * t.th * t.tw
-    th_in, tw_in = _in_extent(t.th, pr.stride, pr.kh), _in_extent(t.tw, pr.stride, pr.kw)
+    th_in, tw_in = in_extent(t.th, pr.stride, pr.kh), in_extent(t.tw, pr.stride, pr.kw)
     kk = pr.kh * pr.kw
     n_bias = len(needs.biases)
-    acc = threads * (e * needs.acc_slots + n_bias * t.toc + partial_elems(t, pr, gemm))
+    acc = threads * (e * needs.acc_slots + partial_elems(t, pr, gemm)) + n_bias * pr.groups * pr.oc_t
     inp = 0
     wgt = int(needs.identity) + int(needs.neg_identity)
     if needs.inp_temp:
         inp += threads * e
     if gemm:
         whole_ic = t.order == "inputs"
-        inp += threads * t.tn * (pr.ic_t if whole_ic else t.tic) * th_in * tw_in
+        inp += threads * t.tn * (pr.ic_t if whole_ic else t.tic) * th_in * window_cols(pr, t.tw)
         wgt += threads * t.toc * (pr.ic_t if (t.resident or whole_ic) else t.tic) * kk
     elif pool:
         inp += threads * t.tn * t.toc * th_in * tw_in
@@ -167,10 +140,10 @@ def _evaluate(t: Tiling, pr: Problem, needs: Needs, cfg: VTAConfig, gemm: bool, 
     groups = pr.groups
     n_groups = math.ceil(pr.n_t / t.tn)
     oc_groups = math.ceil(pr.oc_t / t.toc)
-    sp_tiles, pixels = _spatial_sum(pr, t.th, t.tw)
+    sp_tiles, pixels = _spatial_sum(pr, t.th, t.tw, gemm)
     in_plane_bytes = pixels * cfg.inp_elem_bytes  # one channel tile of one batch tile
     out_bytes = pr.n_t * pr.oc_t * groups * pr.oh * pr.ow * cfg.out_elem_bytes
-    bias_bytes = n_bias * oc_groups * groups * n_groups * sp_tiles * t.toc * cfg.acc_elem_bytes
+    bias_bytes = n_bias * groups * pr.oc_t * cfg.acc_elem_bytes  # loaded once, resident
     insns = 0
     tiles = groups * oc_groups * n_groups * sp_tiles
     if gemm:
@@ -194,13 +167,30 @@ def _evaluate(t: Tiling, pr: Problem, needs: Needs, cfg: VTAConfig, gemm: bool, 
         traffic = 0
     insns += tiles * (3 + 2 * t.tn)
     total = traffic + out_bytes + bias_bytes + extra_bytes
+    cycles = 0
+    if model is not None:
+        cycles = model.tiling_cycles(pr, needs, t.tn, t.toc, t.th, t.tw, t.tic, t.order, t.resident, threads,
+                                     "gemm" if gemm else "pool" if pool else "")
     return Tiling(t.tn, t.toc, t.th, t.tw, t.tic, t.order, t.resident, threads, total, insns,
-                  {"inp": inp, "wgt": wgt, "acc": acc})
+                  cycles, {"inp": inp, "wgt": wgt, "acc": acc})
+
+
+def _compulsory(pr: Problem, needs: Needs, cfg: VTAConfig, gemm: bool, pool: bool, extra_bytes: int) -> int:
+    """Bytes an operator moves at the least: each input, weight, bias and output byte once."""
+    out = pr.groups * pr.n_t * pr.oc_t * pr.oh * pr.ow * cfg.out_elem_bytes
+    bias = len(needs.biases) * pr.groups * pr.oc_t * cfg.acc_elem_bytes
+    if gemm:
+        x = pr.groups * pr.n_t * pr.ic_t * pr.ih * pr.iw * cfg.inp_elem_bytes
+        w = pr.groups * pr.oc_t * pr.ic_t * pr.kh * pr.kw * cfg.wgt_elem_bytes
+        return x + w + out + bias + extra_bytes
+    if pool:
+        return pr.n_t * pr.oc_t * pr.ih * pr.iw * cfg.inp_elem_bytes + out + bias + extra_bytes
+    return out + bias + extra_bytes
 
 
 def choose_tiling(op: Operator, needs: Needs, cfg: VTAConfig, fixed: dict, threads: int | None,
-                  order: str | None, extra_bytes: int, span) -> Tiling:
-    """The cheapest tiling that fits, honouring the schedule's fixed choices."""
+                  order: str | None, extra_bytes: int, span, model: CostModel) -> Tiling:
+    """The tiling with the fewest predicted cycles that fits (DRAM bytes break ties), honouring the schedule."""
     pr = problem_of(op, cfg)
     gemm = isinstance(op.producer, GemmProducer)
     pool = isinstance(op.producer, PoolProducer)
@@ -213,14 +203,16 @@ def choose_tiling(op: Operator, needs: Needs, cfg: VTAConfig, fixed: dict, threa
     # two virtual threads (over at least two tiles) unless nothing fits that way
     attempts = [(t, two) for t in ([threads] if threads else [2, 1]) for two in ((True, False) if t == 2 else (False,))]
     for th_, two_tiles in attempts:
-        for cand in _space(pr, fixed, gemm, orders, th_, two_tiles):
-            got = _evaluate(cand, pr, needs, cfg, gemm, pool, extra_bytes)
-            if got is None:
-                continue
-            key = got.dram_bytes + INSN_COST * got.instructions
-            if best is None or key < best.dram_bytes + INSN_COST * best.instructions:
-                best = got
-        if best is not None:
+        fitting = [got for cand in _space(pr, fixed, gemm, orders, th_, two_tiles)
+                   if (got := _evaluate(cand, pr, needs, cfg, gemm, pool, extra_bytes, model)) is not None]
+        if fitting:
+            # within the traffic budget, the fewest DRAM bytes among the candidates within NEAR_TIE of the fastest
+            least = min(got.dram_bytes for got in fitting)
+            budget = max(least, TRAFFIC_LIMIT * _compulsory(pr, needs, cfg, gemm, pool, extra_bytes))
+            fitting = [got for got in fitting if got.dram_bytes <= budget]
+            fastest = min(got.cycles for got in fitting)
+            near = [got for got in fitting if got.cycles <= fastest * (1 + NEAR_TIE)]
+            best = min(near, key=lambda got: (got.dram_bytes, got.cycles, got.instructions))
             break
     if best is None:
         for th_ in [threads] if threads else [1]:

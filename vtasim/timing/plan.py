@@ -164,23 +164,24 @@ def plan(instructions: list[Instruction], cfg: VTAConfig, profile: Profile) -> l
         elif opcode == isa.OPCODES["store"]:
             w.kind = WRITE
             _write_work(w, insn, cfg, profile)
-        elif opcode == isa.OPCODES["gemm"]:
-            per = profile.gemm_reset_per_execution if f["reset"] else profile.gemm_per_execution
-            w.executions, w.cycles = _execution_cycles(f, per, profile.gemm_fixed, profile.gemm_per_iteration,
-                                                       profile.gemm_drain)
-            w.unit = "gemm"
-            w.macs = 0 if f["reset"] else w.executions * macs_per_exec
-        else:  # ALU
-            per = profile.alu_imm_per_execution if f["use_imm"] else profile.alu_tensor_per_execution
-            w.executions, w.cycles = _execution_cycles(f, per, profile.alu_fixed, profile.alu_per_iteration,
-                                                       profile.alu_drain)
-            w.unit = "alu"
+        elif opcode in (isa.OPCODES["gemm"], isa.OPCODES["alu"]):
+            w.unit = "gemm" if opcode == isa.OPCODES["gemm"] else "alu"
+            w.executions = f["iter_out"] * f["iter_in"] * max(f["uop_end"] - f["uop_bgn"], 0)
+            iterations = f["iter_out"] * f["iter_in"] if w.executions else 0
+            variant = bool(f["reset"] if w.unit == "gemm" else f["use_imm"])
+            w.cycles = execution_cycles(profile, w.unit, w.executions, iterations, variant)
+            if w.unit == "gemm" and not f["reset"]:
+                w.macs = w.executions * macs_per_exec
         out.append(w)
     return out
 
 
-def _execution_cycles(f: dict, per: int, fixed: int, per_iteration: int, drain: int) -> tuple[int, int]:
-    """Executions of a GEMM or ALU instruction and the cycles they occupy the compute module."""
-    n = f["iter_out"] * f["iter_in"] * max(f["uop_end"] - f["uop_bgn"], 0)
-    iterations = f["iter_out"] * f["iter_in"] if n else 0
-    return n, fixed + per * n + per_iteration * iterations + (drain if n > 1 else 0)
+def execution_cycles(profile: Profile, unit: str, executions: int, iterations: int, variant: bool) -> int:
+    """Cycles a GEMM (``variant``: a reset) or ALU (``variant``: with an immediate) instruction takes."""
+    if unit == "gemm":
+        per = profile.gemm_reset_per_execution if variant else profile.gemm_per_execution
+        fixed, per_iteration, drain = profile.gemm_fixed, profile.gemm_per_iteration, profile.gemm_drain
+    else:
+        per = profile.alu_imm_per_execution if variant else profile.alu_tensor_per_execution
+        fixed, per_iteration, drain = profile.alu_fixed, profile.alu_per_iteration, profile.alu_drain
+    return fixed + per * executions + per_iteration * iterations + (drain if executions > 1 else 0)

@@ -1,0 +1,61 @@
+"""One operator's sizes in tile units, as the tiler, the scheduler and the cost model see them."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from vtasm.config import VTAConfig
+
+from .operators import GemmProducer, Operator, PoolProducer
+
+
+def in_extent(out: int, stride: int, k: int) -> int:
+    return (out - 1) * stride + k
+
+
+@dataclass(frozen=True)
+class Problem:
+    """Sizes of one operator in tile units."""
+
+    n_t: int
+    oc_t: int  # output-channel tiles per group
+    oh: int
+    ow: int
+    ic_t: int = 0  # input-channel tiles per group (GEMM)
+    groups: int = 1
+    kh: int = 1
+    kw: int = 1
+    stride: int = 1
+    pad: int = 0
+    ih: int = 1
+    iw: int = 1
+
+
+def problem_of(op: Operator, cfg: VTAConfig) -> Problem:
+    """An operator's sizes in tile units."""
+    n, c, h, w = op.out_dims
+    n_t, c_t = math.ceil(n / cfg.batch), math.ceil(c / cfg.block_out)
+    p = op.producer
+    if isinstance(p, GemmProducer):
+        g = p.groups
+        ic = p.x.dims[1]
+        return Problem(n_t, c_t // g if g > 1 else c_t, h, w, math.ceil(ic / g / cfg.block_in) if g > 1 else
+                       math.ceil(ic / cfg.block_in), g, p.kh, p.kw, p.stride, p.pad, p.x.dims[2], p.x.dims[3])
+    if isinstance(p, PoolProducer):
+        return Problem(n_t, c_t, h, w, 0, 1, p.size, p.size, p.stride, p.pad, p.x.dims[2], p.x.dims[3])
+    return Problem(n_t, c_t, h, w)
+
+
+def window_cols(pr: Problem, tw: int) -> int:
+    """Columns of a GEMM tile's input window in SRAM.
+
+    A tile as wide as the output, without padding, takes whole input rows (a
+    few columns more than it reads when the stride skips the last ones), so
+    that its rows and channel planes are contiguous and one DMA loads a whole
+    chunk instead of one DMA per channel plane.
+    """
+    cols = in_extent(tw, pr.stride, pr.kw)
+    if pr.pad == 0 and tw >= pr.ow and cols < pr.iw:
+        return pr.iw
+    return cols
