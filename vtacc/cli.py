@@ -25,12 +25,25 @@ EMITS = ("asm", "checked", "schedule", "ir", "dump")
 @click.option("--emit", type=click.Choice(EMITS), default="asm", show_default=True,
               help="Stage to print: the checked program, the tiled schedule, both ('ir'), the assembly, "
                    "or the runtime's instruction dump.")
-@click.option("--explain", is_flag=True, help="Report the tiling, buffer occupancy, counts and DRAM traffic.")
+@click.option("--explain", is_flag=True,
+              help="Report the tiling, buffer occupancy, counts, DRAM traffic, predicted cycles and bounds.")
+@click.option("--timing", "timing", default=None, metavar="PROFILE",
+              help="Hardware profile the tiles are chosen for (chisel-2019, chisel-2021, hls or a .toml file; "
+                   "default chisel-2019).")
+@click.option("--mem-latency", type=click.IntRange(min=0), default=None, metavar="N",
+              help="Memory latency in cycles (overrides the profile).")
+@click.option("--set", "timing_sets", multiple=True, metavar="KEY=VALUE",
+              help="Override one profile value, e.g. gemm.per_execution=2.")
+@click.option("--roofline", type=click.Path(dir_okay=False), default=None, metavar="FILE.png",
+              help="Draw each result against the profile's compute and bandwidth roofs.")
+@click.option("--roofline-threads", is_flag=True,
+              help="With --roofline: draw every result compiled with one and with two virtual threads.")
 @config_option
 @traceback_option
 @reports_errors
 @click.version_option(package_name="vta-toolchain")
-def main(source: str, output: str | None, kernel_name: str | None, emit: str, explain: bool,
+def main(source: str, output: str | None, kernel_name: str | None, emit: str, explain: bool, timing: str | None,
+         mem_latency: int | None, timing_sets: tuple[str, ...], roofline: str | None, roofline_threads: bool,
          config_path: str | None) -> None:
     """Compile SOURCE (.vk) for VTA.
 
@@ -38,8 +51,16 @@ def main(source: str, output: str | None, kernel_name: str | None, emit: str, ex
     70 internal error.
     """
     from vtacc.frontend.check import load_kernels
+    from vtasim.timing.profile import resolve_profile
 
     refuse_overwriting(output, source)
+    if roofline is not None:
+        refuse_overwriting(roofline, source)
+        if Path(roofline).suffix.lower() != ".png":
+            raise UsageError(f"--roofline {roofline}: the picture's name must end in .png")
+    if roofline_threads and roofline is None:
+        raise UsageError("--roofline-threads draws on the --roofline picture; give --roofline FILE.png too")
+    profile = resolve_profile(timing, mem_latency, timing_sets)
     wants_binary = bool(output) and Path(output).suffix.lower() == ".vbin"
     if wants_binary and emit != "asm":
         raise UsageError(f"-o {output}: a .vbin holds the program; --emit {emit} prints text, "
@@ -50,7 +71,10 @@ def main(source: str, output: str | None, kernel_name: str | None, emit: str, ex
         return
     from .program_builder import compile_file
 
-    compiled = compile_file(checked, resolve_config(config_path), kernel_name)
+    cfg = resolve_config(config_path)
+    compiled = compile_file(checked, cfg, kernel_name, profile)
+    if roofline is not None:
+        _draw_roofline(checked, cfg, kernel_name, profile, compiled, roofline, roofline_threads, source)
     if explain:  # beside the main output: on stdout when that goes to a file, else on stderr
         from .explain import explain as explain_text
 
@@ -76,6 +100,20 @@ def main(source: str, output: str | None, kernel_name: str | None, emit: str, ex
         from .emit import assembly
 
         _write(output, assembly(compiled, Path(source).name, checked.source))
+
+
+def _draw_roofline(checked, cfg, kernel_name, profile, compiled, path: str, threads: bool, source: str) -> None:
+    from .program_builder import compile_file
+    from .roofline import draw_roofline, roofline_points
+
+    if threads:
+        series = {f"{n} thread{'s' if n > 1 else ''}": roofline_points(
+            compile_file(checked, cfg, kernel_name, profile, threads=n)) for n in (1, 2)}
+    else:
+        series = {"as compiled": roofline_points(compiled)}
+    title = (f"{Path(source).name} on {profile.name} ({cfg.describe()}, memory latency {profile.latency}, "
+             f"{profile.clock_mhz:g} MHz)")
+    draw_roofline(series, profile, cfg, path, title)
 
 
 def _checked_text(checked, kernel_name: str | None) -> str:

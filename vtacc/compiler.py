@@ -35,6 +35,7 @@ class Planned:
     op: Operator
     needs: Needs
     tiling: Tiling
+    groups: range = range(0)  # its step groups (Emitted.group values of its instructions)
 
 
 @dataclass(frozen=True)
@@ -67,10 +68,14 @@ class Compiled:
         return self.generated.groups
 
     @property
+    def timed_profile(self) -> Profile:
+        return self.profile or load_profile()
+
+    @property
     def timed(self) -> TimingResult:
         """The program timed by the full timing model under the compiler's profile (computed once, on demand)."""
         if self._timed is None:
-            self._timed = time_program(self.program, self.profile or load_profile())
+            self._timed = time_program(self.program, self.timed_profile)
         return self._timed
 
 
@@ -125,11 +130,12 @@ def _order(schedule: ck.Schedule) -> str | None:
 
 
 def compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_name: str,
-                  profile: Profile | None = None) -> Compiled:
+                  profile: Profile | None = None, threads: int | None = None) -> Compiled:
     """Compile output assignments (in order) into one program whose inputs and outputs are ``entry``'s.
 
     Tiles are chosen by the cycles predicted under ``profile`` (default: the
-    timing model's default profile).
+    timing model's default profile). ``threads`` sets the virtual threads of
+    every operator whose schedule does not (to compare latency hiding).
     """
     profile = profile or load_profile()
     model = CostModel(cfg, profile)
@@ -162,10 +168,11 @@ def compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_na
         if isinstance(op.producer, PoolProducer) and op.producer.x.kind == ACT:
             needs.identity = True  # int8 windows reach the accumulator through the GEMM core
         extra = sum(t.nbytes for t in {id(t): t for t in op.operands.values()}.values())
-        tiling = choose_tiling(op, needs, cfg, _fixed_tiles(schedule, cfg, op), schedule.threads, _order(schedule),
-                               extra, schedule.span or op.span, model)
-        planned.append(Planned(op, needs, tiling))
+        tiling = choose_tiling(op, needs, cfg, _fixed_tiles(schedule, cfg, op), schedule.threads or threads,
+                               _order(schedule), extra, schedule.span or op.span, model)
+        first = len(groups)
         groups += schedule_operator(op, tiling, needs, cfg)
+        planned.append(Planned(op, needs, tiling, range(first, len(groups))))
     tensors = [t if t is not None else dram_tensor(n, _decl(entry, n).dtype, _decl(entry, n).shape, ACT, cfg)
                for n, t in table.tensors.items()]
     constants: dict[str, bytes] = dict(constant_data)

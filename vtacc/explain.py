@@ -4,7 +4,8 @@ Figures are read off the generated program, not the cost model: instruction
 and micro-op counts, the highest SRAM element each buffer uses, and the DRAM
 bytes the loads and stores move (counted as the reference profiler counts
 them) against the compulsory minimum (every input, weight and output byte
-moved once).
+moved once); then the cycles the timing model predicts for the program under
+the compiler's profile, and per result its bounds (roofline.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from vtacc.schedule.operators import GemmProducer, PoolProducer
 from vtasm import isa
 
 from .compiler import Compiled, compulsory_bytes
+from .roofline import roofline_points, roofline_text
 
 
 def traffic(compiled: Compiled) -> dict[str, int]:
@@ -83,4 +85,9 @@ def explain(compiled: Compiled) -> str:
     lines.append(f"  DRAM bytes moved: {total:,} ({parts}), plus {uop_bytes:,} bytes of micro-ops")
     lines.append(f"  compulsory minimum: {minimum:,} (every input, weight and output byte once); "
                  f"ratio {total / minimum:.2f}x")
+    report = compiled.timed.report
+    lines.append(f"  predicted ({report.profile}, memory latency {compiled.timed_profile.latency}): "
+                 f"{report.cycles:,} cycles = {report.seconds * 1e6:,.2f} us at {report.clock_mhz:g} MHz; "
+                 f"GEMM {report.gemm_utilisation:.1%} of peak, {report.gops:.2f} GOPS of {report.peak_gops:.1f}")
+    lines += roofline_text(roofline_points(compiled))
     return "\n".join(lines) + "\n"

@@ -118,13 +118,14 @@ class _Flattener:
 
 
 def compile_file(checked: ck.CheckedFile, cfg: VTAConfig, kernel_name: str | None = None,
-                 profile: Profile | None = None) -> Compiled:
+                 profile: Profile | None = None, threads: int | None = None) -> Compiled:
     """Compile the entry kernel of a checked file (with everything it calls) into one program.
 
-    Tiles are chosen by the cycles predicted under ``profile`` (default chisel-2019).
+    Tiles are chosen by the cycles predicted under ``profile`` (default chisel-2019);
+    ``threads`` sets the virtual threads where a schedule does not.
     """
     entry = pick_entry(checked, kernel_name)
     flat = _Flattener(checked)
     flat.taken |= {d.name for d in entry.inputs + entry.outputs}
     flat.kernel(entry, {}, {}, 0)
-    return compile_units(entry, flat.units, cfg, Path(checked.path).name, profile)
+    return compile_units(entry, flat.units, cfg, Path(checked.path).name, profile, threads)

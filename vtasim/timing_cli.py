@@ -11,7 +11,7 @@ import click
 from vtasm.errors import UsageError
 from vtasm.program import Program
 
-from .timing.profile import BUILTIN, DEFAULT, Profile, load_profile, parse_override, with_overrides
+from .timing.profile import BUILTIN, DEFAULT, Profile, resolve_profile
 from .timing.run import TimingResult, time_program
 
 TIMELINE_SUFFIXES = (".json", ".png")
@@ -52,11 +52,7 @@ def timing_request(timing: str | None, timing_only: bool, mem_latency: int | Non
     wants = timing is not None or timing_only or mem_latency is not None or timing_sets or timeline
     if not wants:
         return TimingRequest(None, False, None)
-    profile = load_profile(timing or DEFAULT)
-    overrides = dict(parse_override(text) for text in timing_sets)
-    if mem_latency is not None:
-        overrides["latency"] = mem_latency
-    profile = with_overrides(profile, overrides)
+    profile = resolve_profile(timing, mem_latency, timing_sets)
     path = Path(timeline) if timeline else None
     if path is not None and path.suffix.lower() not in TIMELINE_SUFFIXES:
         raise UsageError(f"--timeline {timeline}: the name must end in .json (trace events) or .png (picture)")

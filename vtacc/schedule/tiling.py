@@ -177,15 +177,28 @@ def _evaluate(t: Tiling, pr: Problem, needs: Needs, cfg: VTAConfig, gemm: bool, 
 
 def _compulsory(pr: Problem, needs: Needs, cfg: VTAConfig, gemm: bool, pool: bool, extra_bytes: int) -> int:
     """Bytes an operator moves at the least: each input, weight, bias and output byte once."""
+    reads, writes = _compulsory_split(pr, needs, cfg, gemm, pool, extra_bytes)
+    return reads + writes
+
+
+def _compulsory_split(pr: Problem, needs: Needs, cfg: VTAConfig, gemm: bool, pool: bool,
+                      extra_bytes: int) -> tuple[int, int]:
     out = pr.groups * pr.n_t * pr.oc_t * pr.oh * pr.ow * cfg.out_elem_bytes
-    bias = len(needs.biases) * pr.groups * pr.oc_t * cfg.acc_elem_bytes
+    reads = len(needs.biases) * pr.groups * pr.oc_t * cfg.acc_elem_bytes + extra_bytes
     if gemm:
-        x = pr.groups * pr.n_t * pr.ic_t * pr.ih * pr.iw * cfg.inp_elem_bytes
-        w = pr.groups * pr.oc_t * pr.ic_t * pr.kh * pr.kw * cfg.wgt_elem_bytes
-        return x + w + out + bias + extra_bytes
-    if pool:
-        return pr.n_t * pr.oc_t * pr.ih * pr.iw * cfg.inp_elem_bytes + out + bias + extra_bytes
-    return out + bias + extra_bytes
+        reads += pr.groups * pr.n_t * pr.ic_t * pr.ih * pr.iw * cfg.inp_elem_bytes
+        reads += pr.groups * pr.oc_t * pr.ic_t * pr.kh * pr.kw * cfg.wgt_elem_bytes
+    elif pool:
+        reads += pr.n_t * pr.oc_t * pr.ih * pr.iw * cfg.inp_elem_bytes
+    return reads, out
+
+
+def compulsory_traffic(op: Operator, needs: Needs, cfg: VTAConfig) -> tuple[int, int]:
+    """(bytes read, bytes written) an operator moves at the least: every byte of its tensors once."""
+    extra = sum(t.nbytes for t in {id(t): t for t in op.operands.values()}.values()
+                if t.name not in needs.biases)
+    return _compulsory_split(problem_of(op, cfg), needs, cfg, isinstance(op.producer, GemmProducer),
+                             isinstance(op.producer, PoolProducer), extra)
 
 
 def choose_tiling(op: Operator, needs: Needs, cfg: VTAConfig, fixed: dict, threads: int | None,

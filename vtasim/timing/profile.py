@@ -219,3 +219,11 @@ def with_overrides(profile: Profile, overrides: dict[str, float | int]) -> Profi
 def profile_keys() -> list[str]:
     """Every ``section.key`` a profile has, for help texts."""
     return [f"{s}.{k}" for s in _SECTIONS for k in _KEYS[s]]
+
+
+def resolve_profile(spec: str | None, mem_latency: int | None = None, sets: tuple[str, ...] = ()) -> Profile:
+    """A profile by name or file, with ``--mem-latency`` and ``--set KEY=VALUE`` overrides applied."""
+    overrides = dict(parse_override(text) for text in sets)
+    if mem_latency is not None:
+        overrides["latency"] = mem_latency
+    return with_overrides(load_profile(spec or DEFAULT), overrides)

@@ -1,0 +1,70 @@
+"""Tiles chosen by predicted cycles: the cost model against the full timing model, --explain, --roofline."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.vtacc.resnet import RESNET, layer_source
+from vtacc.frontend.check import check_source
+from vtacc.program_builder import compile_file
+from vtacc.roofline import roofline_points
+from vtasim.timing.profile import resolve_profile
+from vtasim.timing.run import time_program
+from vtasm.config import default_config
+
+from .test_cli import EXAMPLES, tool
+
+
+@pytest.mark.parametrize("profile", ["chisel-2019", "chisel-2021"])
+@pytest.mark.parametrize("name", ["C2", "C6", "C8", "C10", "C11"])
+def test_cost_model_tracks_the_timing_model(name, profile):
+    """The tiler's estimate for the tiling it chose is within 15 % of what the full model says of the program."""
+    p = resolve_profile(profile, 16)
+    compiled = compile_file(check_source(layer_source(name)[0], f"{name}.vk"), default_config(), profile=p)
+    measured = time_program(compiled.program, p, record=False).report.cycles
+    estimate = compiled.planned[0].tiling.cycles
+    assert abs(estimate - measured) <= 0.15 * measured, (estimate, measured)
+
+
+def test_two_threads_hide_loads_on_every_layer():
+    p = resolve_profile("chisel-2021", 16)
+    cfg = default_config()
+    for name in RESNET:
+        checked = check_source(layer_source(name)[0], f"{name}.vk")
+        one = roofline_points(compile_file(checked, cfg, profile=p, threads=1))[0]
+        two = roofline_points(compile_file(checked, cfg, profile=p, threads=2))[0]
+        assert two.cycles < one.cycles, name
+        assert 0 < two.fraction <= 1 and two.binds == "compute"
+
+
+def test_roofline_bounds_by_hand():
+    """C8: 3x3 conv 256 -> 256 on 14x14 = 115,605,504 MACs at 256 per 4 cycles, plus 4 ALU passes of 3,136."""
+    p = resolve_profile("chisel-2019", 16)
+    compiled = compile_file(check_source(layer_source("C8")[0], "C8.vk"), default_config(), profile=p)
+    point = roofline_points(compiled)[0]
+    assert point.macs == 115_605_504
+    assert point.compute_bound == pytest.approx(115_605_504 / 64 + 4 * 3_136 * 5)
+    reads = 256 * 14 * 14 + 256 * 256 * 9 + 256 * 4  # input, weights, bias
+    assert point.memory_bound == pytest.approx(reads / 8)
+    assert 0 < point.cycles <= compiled.timed.report.cycles  # one result: its span within the run
+
+
+def test_explain_reports_predicted_cycles_and_bounds(tmp_path):
+    r = tool("vtacc", EXAMPLES / "resnet_c8.vk", "--explain", "--timing", "chisel-2021", "-o", tmp_path / "c8.vasm",
+             cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "predicted (chisel-2021, memory latency 16):" in r.stdout
+    assert "compute-bound" in r.stdout and "of the bound" in r.stdout
+
+
+def test_roofline_picture_and_refusals(tmp_path):
+    png = tmp_path / "roof.png"
+    r = tool("vtacc", EXAMPLES / "resnet_c8.vk", "--roofline", png, "-o", tmp_path / "c8.vasm", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    bad = tool("vtacc", EXAMPLES / "resnet_c8.vk", "--roofline", tmp_path / "roof.txt", cwd=tmp_path)
+    assert bad.returncode == 2 and "must end in .png" in bad.stderr
+    alone = tool("vtacc", EXAMPLES / "resnet_c8.vk", "--roofline-threads", cwd=tmp_path)
+    assert alone.returncode == 2 and "--roofline" in alone.stderr
+    unknown = tool("vtacc", EXAMPLES / "resnet_c8.vk", "--set", "gemm.speed=2", cwd=tmp_path)
+    assert unknown.returncode == 1 and "unknown profile key gemm.speed" in unknown.stderr

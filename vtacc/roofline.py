@@ -1,0 +1,149 @@
+"""Where each result of a compiled program stands against its roofline.
+
+The program is timed by the full timing model (vtasim.timing) under the
+compiler's profile; each result (operator) spans the cycles from its first
+instruction's start to its last one's end. Its bounds:
+
+- compute: its GEMM MACs at the core's peak (BATCH x BLOCK_IN x BLOCK_OUT MACs
+  every ``gemm.per_execution`` cycles) plus its ALU executions at the ALU's
+  peak (one every ``alu.imm_per_execution`` cycles);
+- memory: its compulsory bytes (every input, weight and bias byte read once,
+  every output byte written once) over the bus, ``memory.bus_bytes`` per
+  cycle; reads and writes have channels of their own, so the larger of the
+  two binds.
+
+The larger bound binds; the fraction reached is that bound over the cycles
+the result took.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from vtacc.schedule.tiling import compulsory_traffic
+
+from .compiler import Compiled
+
+
+@dataclass
+class RooflinePoint:
+    """One result's place on the roofline."""
+
+    name: str
+    cycles: int
+    macs: int
+    alu_executions: int
+    read_bytes: int  # compulsory
+    write_bytes: int  # compulsory
+    compute_bound: float
+    memory_bound: float
+    clock_mhz: float
+
+    @property
+    def binds(self) -> str:
+        return "compute" if self.compute_bound >= self.memory_bound else "memory"
+
+    @property
+    def bound(self) -> float:
+        return max(self.compute_bound, self.memory_bound)
+
+    @property
+    def fraction(self) -> float:
+        """The share of the binding bound reached (1.0: on the roof)."""
+        return self.bound / self.cycles if self.cycles else 0.0
+
+    @property
+    def seconds(self) -> float:
+        return self.cycles / (self.clock_mhz * 1e6)
+
+    @property
+    def gops(self) -> float:
+        return 2 * self.macs / self.seconds / 1e9 if self.cycles else 0.0
+
+    @property
+    def intensity(self) -> float:
+        """Operations (2 per MAC) per compulsory DRAM byte."""
+        return 2 * self.macs / max(self.read_bytes + self.write_bytes, 1)
+
+
+def roofline_points(compiled: Compiled) -> list[RooflinePoint]:
+    """One point per result of the program, from its timed run."""
+    cfg, profile = compiled.cfg, compiled.timed_profile
+    timed = compiled.timed
+    by_index = {it.index: it for it in timed.timeline.insns}
+    works = timed.works
+    peak_macs = cfg.batch * cfg.block_in * cfg.block_out / profile.gemm_per_execution
+    points = []
+    for planned in compiled.planned:
+        index = [i for i, e in enumerate(compiled.generated.emitted) if e.group in planned.groups]
+        spans = [by_index[i] for i in index if i in by_index]
+        if not spans:
+            continue
+        cycles = max(s.end for s in spans) - min(s.start for s in spans)
+        macs = sum(works[i].macs for i in index)
+        alu = sum(works[i].executions for i in index if works[i].unit == "alu")
+        reads, writes = compulsory_traffic(planned.op, planned.needs, cfg)
+        points.append(RooflinePoint(
+            name=planned.op.out.name, cycles=cycles, macs=macs, alu_executions=alu, read_bytes=reads,
+            write_bytes=writes, compute_bound=macs / peak_macs + alu * profile.alu_imm_per_execution,
+            memory_bound=max(reads, writes) / profile.bus_bytes, clock_mhz=profile.clock_mhz))
+    return points
+
+
+def roofline_text(points: list[RooflinePoint]) -> list[str]:
+    """--explain lines, one per result."""
+    lines = []
+    for p in points:
+        lines.append(f"  {p.name}: {p.cycles:,} cycles ({p.seconds * 1e6:,.2f} us); compute bound "
+                     f"{p.compute_bound:,.0f}, memory bound {p.memory_bound:,.0f}: {p.binds}-bound, "
+                     f"{p.fraction:.1%} of the bound")
+    return lines
+
+
+def draw_roofline(series: dict[str, list[RooflinePoint]], profile, cfg, path: str | Path, title: str) -> None:
+    """A log-log roofline picture: achieved GOPS against operations per compulsory byte, one marker per series."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    peak = 2 * cfg.batch * cfg.block_in * cfg.block_out / profile.gemm_per_execution * profile.clock_mhz * 1e6 / 1e9
+    bandwidth = profile.bus_bytes * profile.clock_mhz * 1e6 / 1e9  # GB/s per direction
+    xs = [p.intensity for points in series.values() for p in points if p.macs]
+    ridge = peak / bandwidth  # the intensity where the two roofs meet
+    lo = min(xs + [ridge]) / 8
+    hi = max(xs + [ridge]) * 4
+    fig, ax = plt.subplots(figsize=(9, 6), dpi=120)
+    grid = [lo * (hi / lo) ** (k / 200) for k in range(201)]
+    ax.plot(grid, [min(peak, bandwidth * x) for x in grid], color="black", linewidth=2, label="roofline")
+    ax.axhline(peak, color="gray", linestyle=":", linewidth=1)
+    ax.text(hi, peak * 1.05, f"compute roof {peak:.1f} GOPS", ha="right", va="bottom", fontsize=9)
+    ax.text(ridge / 2.5, bandwidth * ridge / 2.5 * 1.15, f"bandwidth roof {bandwidth:.1f} GB/s",
+            fontsize=9, ha="right", va="bottom")
+    markers = ["o", "s", "^", "D"]
+    for k, (label, points) in enumerate(series.items()):
+        shown = [p for p in points if p.macs]
+        ax.scatter([p.intensity for p in shown], [p.gops for p in shown], marker=markers[k % 4], s=45,
+                   label=label, zorder=3)
+        if k == len(series) - 1:
+            for p in shown:
+                ax.annotate(p.name, (p.intensity, p.gops), textcoords="offset points", xytext=(5, -10), fontsize=8)
+    if len(series) == 2:  # arrows from the first series to the second, result by result
+        first, second = (list(v) for v in series.values())
+        for a, b in zip(first, second, strict=False):
+            if a.macs and b.macs and a.name == b.name:
+                ax.annotate("", (b.intensity, b.gops), (a.intensity, a.gops),
+                            arrowprops={"arrowstyle": "->", "color": "gray", "linewidth": 0.8})
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(min([p.gops for v in series.values() for p in v if p.macs] + [peak]) / 4, peak * 2)
+    ax.set_xlabel("arithmetic intensity (operations per compulsory DRAM byte)")
+    ax.set_ylabel("achieved GOPS")
+    ax.set_title(title, fontsize=10)
+    ax.grid(True, which="both", linewidth=0.3, alpha=0.5)
+    ax.legend(loc="lower right", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
