@@ -56,7 +56,7 @@ class Compiled:
     tensors: list[DramTensor]
     generated: Generated
     extras: dict = field(default_factory=dict)
-    profile: Profile | None = None  # the hardware profile the tiles were chosen for
+    profile: Profile = field(default_factory=load_profile)  # the hardware profile the tiles were chosen for
     _timed: TimingResult | None = field(default=None, repr=False)
 
     @property
@@ -68,14 +68,10 @@ class Compiled:
         return self.generated.groups
 
     @property
-    def timed_profile(self) -> Profile:
-        return self.profile or load_profile()
-
-    @property
     def timed(self) -> TimingResult:
         """The program timed by the full timing model under the compiler's profile (computed once, on demand)."""
         if self._timed is None:
-            self._timed = time_program(self.program, self.timed_profile)
+            self._timed = time_program(self.program, self.profile)
         return self._timed
 
 

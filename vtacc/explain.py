@@ -86,7 +86,7 @@ def explain(compiled: Compiled) -> str:
     lines.append(f"  compulsory minimum: {minimum:,} (every input, weight and output byte once); "
                  f"ratio {total / minimum:.2f}x")
     report = compiled.timed.report
-    lines.append(f"  predicted ({report.profile}, memory latency {compiled.timed_profile.latency}): "
+    lines.append(f"  predicted ({report.profile}, memory latency {compiled.profile.latency}): "
                  f"{report.cycles:,} cycles = {report.seconds * 1e6:,.2f} us at {report.clock_mhz:g} MHz; "
                  f"GEMM {report.gemm_utilisation:.1%} of peak, {report.gops:.2f} GOPS of {report.peak_gops:.1f}")
     lines += roofline_text(roofline_points(compiled))

@@ -69,14 +69,18 @@ class RooflinePoint:
 
 def roofline_points(compiled: Compiled) -> list[RooflinePoint]:
     """One point per result of the program, from its timed run."""
-    cfg, profile = compiled.cfg, compiled.timed_profile
+    cfg, profile = compiled.cfg, compiled.profile
     timed = compiled.timed
     by_index = {it.index: it for it in timed.timeline.insns}
     works = timed.works
     peak_macs = cfg.batch * cfg.block_in * cfg.block_out / profile.gemm_per_execution
+    owner = {g: k for k, planned in enumerate(compiled.planned) for g in planned.groups}
+    members: list[list[int]] = [[] for _ in compiled.planned]
+    for i, e in enumerate(compiled.generated.emitted):  # one pass: each instruction to its result
+        if e.group in owner:
+            members[owner[e.group]].append(i)
     points = []
-    for planned in compiled.planned:
-        index = [i for i, e in enumerate(compiled.generated.emitted) if e.group in planned.groups]
+    for planned, index in zip(compiled.planned, members, strict=True):
         spans = [by_index[i] for i in index if i in by_index]
         if not spans:
             continue

@@ -31,6 +31,7 @@ from vtasm import isa
 from vtasm.config import VTAConfig
 from vtasm.encoding import make_instruction
 
+from .dma import box_dmas
 from .epilogue import Needs
 from .problem import Problem, window_cols
 
@@ -51,11 +52,14 @@ class CostModel:
         key = (mem, rows, cols)
         if key not in self._dma:
             kind = "store" if mem == OUT else "load"
-            insn = make_instruction(kind, memory_type=mem, sram_base=0, dram_base=0, y_size=min(rows, 0xFFFF),
-                                    x_size=min(cols, 0xFFFF), x_stride=min(cols, 0xFFFF))
-            scale = max(1, math.ceil(rows / 0xFFFF)) * max(1, math.ceil(cols / 0xFFFF))
-            self._dma[key] = scale * instruction_cycles(insn, self.cfg, self.profile)
+            insn = make_instruction(kind, memory_type=mem, sram_base=0, dram_base=0, y_size=rows, x_size=cols,
+                                    x_stride=cols)
+            self._dma[key] = instruction_cycles(insn, self.cfg, self.profile)
         return self._dma[key]
+
+    def box(self, mem: int, dims: tuple[int, int, int, int], extent: tuple[int, int, int, int]) -> int:
+        """Cycles of the DMAs that move a box of a packed tensor, cut as the scheduler cuts it (dma.box_dmas)."""
+        return sum(self.dma(mem, d.y, d.x) for d in box_dmas(dims, (0, 0, 0, 0), extent, 0))
 
     def gemm(self, executions: int, iterations: int, reset: bool = False) -> int:
         return execution_cycles(self.profile, "gemm", executions, iterations, reset)
@@ -81,7 +85,7 @@ class CostModel:
         if producer == "gemm":
             nic = sh.ic_t if order == "inputs" else tic
             chunks = math.ceil(sh.ic_t / nic)
-            x_chunk = self._input_loads(sh, tn, nic, th, tw, th_in, tw_in)
+            x_chunk = self._input_loads(sh, tn, nic, th_in, tw_in)
             w_chunk = 0 if resident or order == "inputs" else self.dma(WGT, toc, nic * kk)
             executions = tn * toc * nic * kk * th * tw
             g_chunk = self.gemm(executions, tn * toc * tw)
@@ -104,7 +108,7 @@ class CostModel:
         epilogue = (needs.alu_passes * self.alu(e, imm=True) + needs.alu_tensor_passes * self.alu(e, imm=False)
                     + needs.gemm_passes * self.gemm(e, 1))
         operand_load = needs.tile_loads * self.dma(ACC, tn * toc * th, tw)
-        store = self.dma(OUT, tn * toc * (th if tw < sh.ow else 1), tw if tw < sh.ow else th * tw)
+        store = self.box(OUT, (sh.n_t, sh.groups * sh.oc_t, sh.oh, sh.ow), (tn, toc, th, tw))
         compute += epilogue + operand_load
         if threads == 1:
             return int(tiles * (load + compute + store))
@@ -114,12 +118,9 @@ class CostModel:
                        first_load + tiles * compute + store,
                        first_load + compute + tiles * store))
 
-    def _input_loads(self, sh: Problem, tn: int, nic: int, th: int, tw: int, th_in: int, tw_in: int) -> float:
-        """Load-stage cycles of one chunk's input window (with halo), as the scheduler cuts it into DMAs."""
-        rows = min(th_in, sh.ih)
-        cols = min(tw_in, sh.iw)
-        if sh.pad or cols < sh.iw:  # one DMA per channel plane, a row at a time
+    def _input_loads(self, sh: Problem, tn: int, nic: int, th_in: int, tw_in: int) -> float:
+        """Load-stage cycles of one chunk's input window (with halo), cut into DMAs as the scheduler cuts it."""
+        rows, cols = min(th_in, sh.ih), min(tw_in, sh.iw)
+        if sh.pad:  # one DMA per channel plane whose padding fields supply the border (dma.padded_plane_dma)
             return tn * nic * self.dma(INP, rows, cols)
-        if rows < sh.ih:  # whole rows: one DMA per plane of consecutive rows
-            return tn * nic * self.dma(INP, 1, rows * cols)
-        return tn * self.dma(INP, 1, nic * rows * cols)  # whole planes, back to back
+        return self.box(INP, (sh.n_t, sh.groups * sh.ic_t, sh.ih, sh.iw), (tn, nic, rows, cols))

@@ -35,7 +35,7 @@ class Slots:
     inp_temp: list[int]
     wgt: list[int]
     acc: list[int]  # base of the thread's acc slots; slot k at acc + k * tile_elems
-    bias: int  # the operator's bias vectors, loaded whole once: vector k at bias + k * channel blocks
+    bias: dict[str, int]  # SRAM base of each bias vector (by tensor name), loaded whole once per operator
     identity: int
     neg_identity: int
     pool_acc: list[int]
@@ -90,7 +90,8 @@ def _plan_slots(t: Tiling, pr: Problem, needs: Needs, op: Operator) -> Slots:
     pool_tile = t.tn * t.toc * th_in * tw_in if pool else 0
     spare = partial_elems(t, pr, gemm)
     acc = [i * (acc_thread + pool_tile + spare) for i in range(n)]
-    bias = n * (acc_thread + pool_tile + spare)  # every bias vector, whole, after the threads' slots
+    after = n * (acc_thread + pool_tile + spare)  # every bias vector, whole, after the threads' slots
+    bias = {v.name: after + k * v.c_tiles for k, v in enumerate(bias_vectors(op, needs))}
     pool_acc = [a + acc_thread for a in acc]
     partial = [a + acc_thread + pool_tile for a in acc]
     identity = 0
@@ -157,8 +158,7 @@ class TileTarget(Target):
 
     def alu_bias(self, slot: int, op: str, tensor: DramTensor) -> None:
         t = self.tile
-        names = [v.name for v in bias_vectors(self.op, self.needs)]
-        at = self.slots.bias + names.index(tensor.name) * tensor.c_tiles + t.channel
+        at = self.slots.bias[tensor.name] + t.channel
         pix = t.nh * t.nw
         dims = [Dim("n", t.nn, t.nc * pix, 0), Dim("c", t.nc, pix, 1), Dim("pix", pix, 1, 0)]
         kernel = build_kernel(dims, (self.base(slot), at, 0))
@@ -205,10 +205,9 @@ def schedule_operator(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig) -> 
         setup.steps.append(Load(WGT, IDENTITY, Dma(0, 1, 1, 1, slots.identity)))
     if needs.neg_identity:
         setup.steps.append(Load(WGT, NEG_IDENTITY, Dma(0, 1, 1, 1, slots.neg_identity)))
-    for k, tensor in enumerate(bias_vectors(op, needs)):  # bias vectors stay resident for the whole operator
+    for tensor in bias_vectors(op, needs):  # bias vectors stay resident for the whole operator
         whole = (1, tensor.c_tiles, 1, 1)
-        setup.steps.append(Load(ACC, tensor.name, box_dmas(whole, (0, 0, 0, 0), whole,
-                                                           slots.bias + k * tensor.c_tiles)[0]))
+        setup.steps.append(Load(ACC, tensor.name, box_dmas(whole, (0, 0, 0, 0), whole, slots.bias[tensor.name])[0]))
     if setup.steps:
         groups.append(setup)
     gemm = op.producer if isinstance(op.producer, GemmProducer) else None

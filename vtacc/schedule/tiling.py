@@ -175,12 +175,6 @@ def _evaluate(t: Tiling, pr: Problem, needs: Needs, cfg: VTAConfig, gemm: bool, 
                   cycles, {"inp": inp, "wgt": wgt, "acc": acc})
 
 
-def _compulsory(pr: Problem, needs: Needs, cfg: VTAConfig, gemm: bool, pool: bool, extra_bytes: int) -> int:
-    """Bytes an operator moves at the least: each input, weight, bias and output byte once."""
-    reads, writes = _compulsory_split(pr, needs, cfg, gemm, pool, extra_bytes)
-    return reads + writes
-
-
 def _compulsory_split(pr: Problem, needs: Needs, cfg: VTAConfig, gemm: bool, pool: bool,
                       extra_bytes: int) -> tuple[int, int]:
     out = pr.groups * pr.n_t * pr.oc_t * pr.oh * pr.ow * cfg.out_elem_bytes
@@ -221,7 +215,7 @@ def choose_tiling(op: Operator, needs: Needs, cfg: VTAConfig, fixed: dict, threa
         if fitting:
             # within the traffic budget, the fewest DRAM bytes among the candidates within NEAR_TIE of the fastest
             least = min(got.dram_bytes for got in fitting)
-            budget = max(least, TRAFFIC_LIMIT * _compulsory(pr, needs, cfg, gemm, pool, extra_bytes))
+            budget = max(least, TRAFFIC_LIMIT * sum(compulsory_traffic(op, needs, cfg)))
             fitting = [got for got in fitting if got.dram_bytes <= budget]
             fastest = min(got.cycles for got in fitting)
             near = [got for got in fitting if got.cycles <= fastest * (1 + NEAR_TIE)]
