@@ -108,6 +108,7 @@ def roofline_text(points: list[RooflinePoint]) -> list[str]:
 def draw_roofline(series: dict[str, list[RooflinePoint]], profile, cfg, path: str | Path, title: str) -> None:
     """A log-log roofline picture: achieved GOPS against operations per compulsory byte, one marker per series."""
     import matplotlib
+    import matplotlib.ticker
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -120,19 +121,20 @@ def draw_roofline(series: dict[str, list[RooflinePoint]], profile, cfg, path: st
     hi = max(xs + [ridge]) * 4
     fig, ax = plt.subplots(figsize=(9, 6), dpi=120)
     grid = [lo * (hi / lo) ** (k / 200) for k in range(201)]
-    ax.plot(grid, [min(peak, bandwidth * x) for x in grid], color="black", linewidth=2, label="roofline")
-    ax.axhline(peak, color="gray", linestyle=":", linewidth=1)
-    ax.text(hi, peak * 1.05, f"compute roof {peak:.1f} GOPS", ha="right", va="bottom", fontsize=9)
-    ax.text(ridge / 2.5, bandwidth * ridge / 2.5 * 1.15, f"bandwidth roof {bandwidth:.1f} GB/s",
-            fontsize=9, ha="right", va="bottom")
+    slope = [x for x in grid if x <= ridge] + [ridge]
+    flat = [ridge] + [x for x in grid if x > ridge]
+    ax.plot(slope, [bandwidth * x for x in slope], color="tab:gray", linewidth=2,
+            label=f"bandwidth roof: {bandwidth:.1f} GB/s per direction")
+    ax.plot(flat, [peak] * len(flat), color="black", linewidth=2, label=f"compute roof: {peak:.1f} GOPS")
     markers = ["o", "s", "^", "D"]
     for k, (label, points) in enumerate(series.items()):
         shown = [p for p in points if p.macs]
         ax.scatter([p.intensity for p in shown], [p.gops for p in shown], marker=markers[k % 4], s=45,
                    label=label, zorder=3)
         if k == len(series) - 1:
-            for p in shown:
-                ax.annotate(p.name, (p.intensity, p.gops), textcoords="offset points", xytext=(5, -10), fontsize=8)
+            for j, p in enumerate(sorted(shown, key=lambda q: q.intensity)):  # alternate sides: neighbours apart
+                ax.annotate(p.name, (p.intensity, p.gops), textcoords="offset points",
+                            xytext=(6, 4 if j % 2 else -11), fontsize=8)
     if len(series) == 2:  # arrows from the first series to the second, result by result
         first, second = (list(v) for v in series.values())
         for a, b in zip(first, second, strict=False):
@@ -143,11 +145,15 @@ def draw_roofline(series: dict[str, list[RooflinePoint]], profile, cfg, path: st
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
     ax.set_ylim(min([p.gops for v in series.values() for p in v if p.macs] + [peak]) / 4, peak * 2)
+    plain = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_formatter(plain)
+    ax.yaxis.set_minor_formatter(plain)
     ax.set_xlabel("arithmetic intensity (operations per compulsory DRAM byte)")
     ax.set_ylabel("achieved GOPS")
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="both", linewidth=0.3, alpha=0.5)
-    ax.legend(loc="lower right", fontsize=9)
+    ax.legend(loc="lower right", fontsize=9, framealpha=0.9)
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)
