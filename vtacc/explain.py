@@ -68,9 +68,10 @@ def explain(compiled: Compiled) -> str:
     lines.append("  buffer occupancy (highest element used / depth): " + ", ".join(
         f"{b} {used[b] + 1}/{depth[b]} ({100 * (used[b] + 1) // depth[b]}%)" for b in used))
     stages = Counter(i.stage for i in prog.instructions)
+    stats = compiled.generated.stats
     lines.append(f"  instructions: {len(prog.instructions)} (load stage {stages['load']}, compute stage "
                  f"{stages['compute']}, store stage {stages['store']}); micro-ops: {len(prog.uops)} in "
-                 f"{compiled.generated.stats['kernels']} kernels, loaded {compiled.generated.stats['uop_loads']} times")
+                 f"{stats['kernels']} kernels, {_count(stats['uop_loads'], 'load')}")
     gemm = sum(i["iter_out"] * i["iter_in"] * (i["uop_end"] - i["uop_bgn"]) for i in prog.instructions
                if i.kind == "gemm" and not i["reset"])
     alu = sum(i["iter_out"] * i["iter_in"] * (i["uop_end"] - i["uop_bgn"]) for i in prog.instructions
@@ -91,3 +92,7 @@ def explain(compiled: Compiled) -> str:
                  f"GEMM {report.gemm_utilisation:.1%} of peak, {report.gops:.2f} GOPS of {report.peak_gops:.1f}")
     lines += roofline_text(roofline_points(compiled))
     return "\n".join(lines) + "\n"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"

@@ -87,10 +87,13 @@ def roofline_points(compiled: Compiled) -> list[RooflinePoint]:
         cycles = max(s.end for s in spans) - min(s.start for s in spans)
         macs = sum(works[i].macs for i in index)
         alu = sum(works[i].executions for i in index if works[i].unit == "alu")
+        alu_cycles = sum(works[i].executions * (profile.alu_imm_per_execution if works[i].variant else
+                                                profile.alu_tensor_per_execution)
+                         for i in index if works[i].unit == "alu")
         reads, writes = compulsory_traffic(planned.op, planned.needs, cfg)
         points.append(RooflinePoint(
             name=planned.op.out.name, cycles=cycles, macs=macs, alu_executions=alu, read_bytes=reads,
-            write_bytes=writes, compute_bound=macs / peak_macs + alu * profile.alu_imm_per_execution,
+            write_bytes=writes, compute_bound=macs / peak_macs + alu_cycles,
             memory_bound=max(reads, writes) / profile.bus_bytes, clock_mhz=profile.clock_mhz))
     return points
 

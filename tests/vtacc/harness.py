@@ -32,14 +32,14 @@ class Result:
     races: list
 
 
-def compile_source(source: str, cfg: VTAConfig, kernel: str | None = None) -> Compiled:
-    return compile_file(check_source(source, "test.vk"), cfg, kernel)
+def compile_source(source: str, cfg: VTAConfig, kernel: str | None = None, profile=None) -> Compiled:
+    return compile_file(check_source(source, "test.vk"), cfg, kernel, profile=profile)
 
 
 def run(source: str, inputs: dict[str, np.ndarray], cfg: VTAConfig | None = None, kernel: str | None = None,
-        check_races: bool = True) -> Result:
-    """Compile, load the inputs through the tensor table, run to FINISH, unpack every tensor."""
-    compiled = compile_source(source, cfg or default_config(), kernel)
+        check_races: bool = True, profile=None) -> Result:
+    """Compile (tiles chosen for ``profile``), load the inputs through the tensor table, run to FINISH, unpack."""
+    compiled = compile_source(source, cfg or default_config(), kernel, profile)
     program = compiled.program
     assert program.instructions[-1].kind == "finish"
     machine = Machine(program)

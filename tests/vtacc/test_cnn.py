@@ -6,17 +6,19 @@ import numpy as np
 import pytest
 
 from vtacc.explain import traffic
+from vtasim.timing.profile import resolve_profile
+from vtasm import isa
 
 from .harness import config, conv_ref, rand8, rand32, run
 from .resnet import RESNET, layer_source
 
 
-def run_layer(name: str, cfg_name: str = "default", schedule: str = ""):
+def run_layer(name: str, cfg_name: str = "default", schedule: str = "", profile=None):
     src, (h, ic, oc, k, pad, stride) = layer_source(name, schedule)
     rng = np.random.default_rng(hash(name) % 2**32)
     x, w = rand8(rng, 1, ic, h, h), rand8(rng, oc, ic, k, k)
     b = rand32(rng, oc, lo=-3000, hi=3000)
-    result = run(src, {"x": x, "w": w, "b": b}, config(cfg_name))
+    result = run(src, {"x": x, "w": w, "b": b}, config(cfg_name), profile=profile)
     expected = np.clip((conv_ref(x, w, stride, pad) >> 8) + b[None, :, None, None], 0, 127).astype(np.int8)
     assert result.races == []
     np.testing.assert_array_equal(result.outputs["y"], expected)
@@ -33,8 +35,17 @@ def test_resnet18_layer_default_config(name):
     assert all(p.tiling.threads == 2 for p in compiled.planned)
 
 
+@pytest.mark.parametrize("name", ["C4", "C7", "C10", "C2", "C9"])
+def test_resnet18_layer_tiled_for_chisel_2021(name):
+    """Tiles chosen for the 2021 design (strided 1x1 windows that skip rows, the last tile's epilogue in parts)."""
+    result = run_layer(name, profile=resolve_profile("chisel-2021", 16))
+    compiled = result.compiled
+    moved = sum(traffic(compiled).values()) - traffic(compiled).get("uop", 0)
+    assert moved <= 1.5 * sum(t.nbytes for t in compiled.tensors if not t.constant)
+
+
 @pytest.mark.parametrize("cfg", ["batch2", "block8", "block32"])
-@pytest.mark.parametrize("name", ["C8", "C11"])
+@pytest.mark.parametrize("name", ["C8", "C10", "C11"])
 def test_resnet18_layers_other_configs(name, cfg):
     run_layer(name, cfg)
 
@@ -143,3 +154,20 @@ kernel main(x: int8[1, 64, 14, 14], w1: int8[64, 64, 3, 3], w2: int8[64, 64, 3, 
     assert result.races == []
     np.testing.assert_array_equal(result.outputs["y"], pool_ref(blk, 2, 2, 0, "max").astype(np.int8))
     assert result.compiled.kernel.name == "main"
+
+
+def test_strided_one_by_one_window_loads_only_the_rows_it_reads():
+    """C10 (1x1, stride 2, 14x14 -> 7x7): each 16-channel chunk's window is rows 0, 2, .., 12 of the image.
+
+    By hand: one DMA per chunk of 7 rows x 14 columns, rows 28 elements apart; two channel groups each read
+    every input channel once: 2 x 256 x 7 x 14 = 50,176 input bytes. The last of the two tiles runs its
+    epilogue and store in four parts: 1 + 4 stores.
+    """
+    result = run_layer("C10", schedule="schedule { tile_oc = 256; tile_h = 7; tile_ic = 16; threads = 2 }")
+    compiled = result.compiled
+    assert traffic(compiled)["inp"] == 50_176
+    program = compiled.program
+    inp = [i for i in program.instructions if i.kind == "load" and i["memory_type"] == isa.MEM_TYPES["inp"]]
+    assert len(inp) == 2 * 16
+    assert {(i["y_size"], i["x_size"], i["x_stride"]) for i in inp} == {(7, 14, 28)}
+    assert sum(1 for i in program.instructions if i.kind == "store") == 1 + 4

@@ -26,6 +26,7 @@ from vtasm.program import DumpRange, Program, Segment, SourceLoc, TensorInfo
 from .tokens import Access, assign_tokens, dependencies
 
 PAGE = 4096
+UOP_BATCH = 512  # micro-ops one LOAD UOP may bring ahead of their first use
 MEM = {INP: isa.MEM_TYPES["inp"], WGT: isa.MEM_TYPES["wgt"], ACC: isa.MEM_TYPES["acc"]}
 ALU_OP = isa.ALU_OPS
 
@@ -72,6 +73,8 @@ class _Builder:
         self.uops: list[MicroOp] = []
         self.resident: dict[tuple, int] = {}  # kernel uops -> micro-op buffer slot
         self.labels: dict[str, int] = {}  # micro-op table labels, one per kernel
+        self.order: list[tuple] = []  # kernels in table order
+        self.position: dict[tuple, int] = {}  # kernel -> its place in that order
         self.uop_next = 0
         self.out: list[Emitted] = []
         self.dram_state: dict[str, set[str]] = {}  # tensor -> stages that touched it since the last fence
@@ -103,26 +106,45 @@ class _Builder:
             seen.clear()
         seen.add(stage)
 
-    def _uop_slot(self, kernel: Kernel, kind: str, group: int | None) -> int:
-        """The micro-op buffer slot of a kernel, loading it first if it is not resident.
-
-        A kernel goes to the slot equal to its index in the micro-op table when it
-        fits there, so the assembly's labels name buffer slots too; tables larger
-        than the buffer fall back to a cyclic allocator that evicts what it overlaps.
-        """
+    def register(self, kernel: Kernel, kind: str) -> None:
+        """Give a kernel its place in the micro-op table (first use first; a pre-pass calls this in step order)."""
         key = kernel.uops
-        n = len(key)
-        if n > self.cfg.uop_depth:
-            raise CompileError(f"a micro-op kernel of {n} micro-ops exceeds the micro-op buffer ({self.cfg.uop_depth})")
+        if len(key) > self.cfg.uop_depth:
+            raise CompileError(f"a micro-op kernel of {len(key)} micro-ops exceeds the micro-op buffer "
+                               f"({self.cfg.uop_depth})")
         if key not in self.table:
             self.table[key] = len(self.uops)
             self.labels[f"{kind}{len(self.labels)}"] = len(self.uops)
             self.uops += [MicroOp(*u) for u in key]
+            self.position[key] = len(self.order)
+            self.order.append(key)
+
+    def _uop_slot(self, kernel: Kernel, group: int | None) -> int:
+        """The micro-op buffer slot of a kernel, loading it first if it is not resident.
+
+        A kernel goes to the slot equal to its index in the micro-op table when it
+        fits there, so the assembly's labels name buffer slots too; one load then
+        brings it with the kernels that follow it in the table (first used next),
+        up to UOP_BATCH micro-ops, so a run of kernels pays the memory latency
+        once. Tables larger than the buffer fall back to a cyclic allocator that
+        evicts what it overlaps.
+        """
+        key = kernel.uops
         if key in self.resident:
             return self.resident[key]
-        index = self.table[key]
+        index, n = self.table[key], len(key)
+        keys = [key]
         if index + n <= self.cfg.uop_depth:
             slot = index
+            k = self.position[key] + 1
+            while k < len(self.order):  # the kernels after it in the table, while they fit the batch and buffer
+                nxt = self.order[k]
+                end = self.table[nxt] + len(nxt)
+                if end > self.cfg.uop_depth or end - index > max(UOP_BATCH, n):
+                    break
+                keys.append(nxt)
+                n = end - index
+                k += 1
         else:
             if self.uop_next + n > self.cfg.uop_depth:
                 self.uop_next = 0
@@ -131,7 +153,8 @@ class _Builder:
         for other, at in list(self.resident.items()):
             if at < slot + n and slot < at + len(other):
                 del self.resident[other]
-        self.resident[key] = slot
+        for got in keys:
+            self.resident[got] = slot + self.table[got] - index
         dram = self.data_end // self.cfg.uop_elem_bytes + index
         insn = make_instruction("load", memory_type=isa.MEM_TYPES["uop"], sram_base=slot, dram_base=dram,
                                 y_size=1, x_size=n, x_stride=n)
@@ -165,7 +188,7 @@ class _Builder:
 
     def compute(self, step: Gemm | Alu, group: int) -> None:
         k = step.kernel
-        slot = self._uop_slot(k, "gemm" if isinstance(step, Gemm) else "alu", group)
+        slot = self._uop_slot(k, group)
         common = dict(uop_bgn=slot, uop_end=slot + len(k.uops), iter_out=k.iter_out, iter_in=k.iter_in,
                       dst_factor_out=k.dst[0], dst_factor_in=k.dst[1], src_factor_out=k.src[0],
                       src_factor_in=k.src[1])
@@ -194,6 +217,10 @@ def generate(groups: list[Group], tensors: list[DramTensor], constants: dict[str
              cfg: VTAConfig, source_name: str) -> Generated:
     """Encode a tiled schedule as a complete Program with dependency tokens."""
     b = _Builder(cfg, tensors, constants)
+    for group in groups:  # the micro-op table in first-use order, so loads can bring the next kernels along
+        for step in group.steps:
+            if isinstance(step, (Gemm, Alu)):
+                b.register(step.kernel, "gemm" if isinstance(step, Gemm) else "alu")
     for gi, group in enumerate(groups):
         for step in group.steps:
             if isinstance(step, Load):

@@ -3,6 +3,7 @@
 A matrix product is a 1x1 convolution of a 1x1 image, so this serves both.
 Input tiles are loaded with their halo; where the window crosses the image
 border the DMA's padding fields supply the zeros, one channel plane per load.
+A strided one-row kernel's window holds only the rows it reads.
 The GEMM iteration space of a tile (batch, output block, input block, kernel
 row and column, output row and column) is folded into a micro-op kernel by
 kernels.build_kernel. A tile that no ordering keeps from writing one element
@@ -13,11 +14,11 @@ the tile and added back into it with the ALU.
 
 from __future__ import annotations
 
-from .dma import box_dmas, padded_plane_dma
+from .dma import MAX_FIELD, box_dmas, padded_plane_dma
 from .kernels import Dim, Spare, build_kernel, contiguous
 from .operators import GemmProducer
-from .problem import Problem, window_cols
-from .steps import INP, WGT, Alu, Gemm, Group, Load
+from .problem import Problem, skips_rows, window_cols, window_rows
+from .steps import INP, WGT, Alu, Dma, Gemm, Group, Load
 
 
 def weight_dma(gemm: GemmProducer, pr: Problem, g: int, c0: int, nc: int, ic0: int, nic: int, sram: int):
@@ -27,34 +28,47 @@ def weight_dma(gemm: GemmProducer, pr: Problem, g: int, c0: int, nc: int, ic0: i
     return box_dmas((gemm.w.n_tiles, pr.ic_t, 1, kk), (oc, ic0, 0, 0), (nc, nic, 1, kk), sram)[0]
 
 
+def window_dmas(dims: tuple[int, int, int, int], pr: Problem, n0: int, nn: int, c0: int, nic: int, h0: int,
+                nh: int, w0: int, nw: int, sram: int) -> list[Dma]:
+    """DMAs filling the input window of ``nh`` x ``nw`` output pixels from ``(h0, w0)``, ``nic`` channel blocks
+    from ``c0``, packed [n][c][row][col] at ``sram`` (``dims``: the packed input's [NT, CT, H, W])."""
+    s = pr.stride
+    rows, cols = window_rows(pr, nh), window_cols(pr, nw)
+    row0, col0 = h0 * s - pr.pad, w0 * s - pr.pad
+    plane = rows * cols
+    if skips_rows(pr):  # rows s apart; whole-height windows run on from one plane into the next
+        merged = rows * s == dims[2] and nic * rows <= MAX_FIELD
+        dmas = []
+        for n in range(nn):
+            for c in range(1 if merged else nic):
+                elem = (((n0 + n) * dims[1] + c0 + c) * dims[2] + row0) * dims[3] + col0
+                dmas.append(Dma(elem, nic * rows if merged else rows, cols, s * dims[3],
+                                sram + (n * nic + c) * plane))
+        return dmas
+    if row0 >= 0 and col0 >= 0 and row0 + rows <= dims[2] and col0 + cols <= dims[3]:
+        return box_dmas(dims, (n0, c0, row0, col0), (nn, nic, rows, cols), sram)
+    dmas = []
+    for n in range(nn):
+        for c in range(nic):
+            dmas += padded_plane_dma(dims, n0 + n, c0 + c, row0, rows, col0, cols, sram + (n * nic + c) * plane)
+    return dmas
+
+
 def input_loads(gemm: GemmProducer, pr: Problem, tile, ic0: int, nic: int, sram: int) -> list[Load]:
     """Loads of a tile's input window (with halo) for ``nic`` input blocks, packed [n][c][row][col]."""
     x = gemm.x
     dims = (x.n_tiles, x.c_tiles, x.dims[2], x.dims[3])
-    s = pr.stride
-    rows = (tile.nh - 1) * s + pr.kh
-    cols = window_cols(pr, tile.nw)
-    row0, col0 = tile.h0 * s - pr.pad, tile.w0 * s - pr.pad
     c_base = tile.group * pr.ic_t + ic0  # input channels of the tile's group
-    inside = row0 >= 0 and col0 >= 0 and row0 + rows <= dims[2] and col0 + cols <= dims[3]
-    if inside:
-        return [Load(INP, x.name, d) for d in box_dmas(dims, (tile.n0, c_base, row0, col0),
-                                                      (tile.nn, nic, rows, cols), sram)]
-    loads = []
-    plane = rows * cols
-    for n in range(tile.nn):
-        for c in range(nic):
-            at = sram + (n * nic + c) * plane
-            loads += [Load(INP, x.name, d) for d in padded_plane_dma(dims, tile.n0 + n, c_base + c, row0, rows,
-                                                                     col0, cols, at)]
-    return loads
+    return [Load(INP, x.name, d) for d in window_dmas(dims, pr, tile.n0, tile.nn, c_base, nic, tile.h0, tile.nh,
+                                                      tile.w0, tile.nw, sram)]
 
 
 def _dims(pr: Problem, tile, nic: int, w_per_oc: int) -> list[Dim]:
     """The GEMM iteration space of one tile and input-channel chunk (outermost first)."""
     s = pr.stride
     tw_in = window_cols(pr, tile.nw)
-    plane = ((tile.nh - 1) * s + pr.kh) * tw_in
+    plane = window_rows(pr, tile.nh) * tw_in
+    row_step = 1 if skips_rows(pr) else s  # window rows per output row
     kk = pr.kh * pr.kw
     pix = tile.nh * tile.nw
     return [
@@ -63,7 +77,7 @@ def _dims(pr: Problem, tile, nic: int, w_per_oc: int) -> list[Dim]:
         Dim("ic", nic, 0, plane, kk),
         Dim("kh", pr.kh, 0, tw_in, pr.kw),
         Dim("kw", pr.kw, 0, 1, 1),
-        Dim("oh", tile.nh, tile.nw, s * tw_in, 0),
+        Dim("oh", tile.nh, tile.nw, row_step * tw_in, 0),
         Dim("ow", tile.nw, 1, s, 0),
     ]
 

@@ -11,10 +11,10 @@ overlap as the schedule lets them:
 
 - one virtual thread: each chunk's loads wait for the GEMM before them and a
   tile's store for its epilogue, so a tile costs the sum of its parts;
-- two: the load stage runs a chunk ahead of the GEMM core and the store
-  stage a tile behind, so the operator costs what its busiest stage spends,
-  plus filling the stages before that one (the first chunk's loads) and
-  draining the ones after it (the last tile's epilogue and store).
+- two: the load stage runs up to two chunks ahead of the GEMM core (two
+  input and weight slots) and the store stage up to two tiles behind (two
+  accumulator slots); the first few tiles are played out through these
+  hand-overs and later ones repeat the steady period.
 
 Memory contention between the stages is ignored here; the compiler times the
 chosen program with the full model, which does not ignore it.
@@ -31,9 +31,12 @@ from vtasm import isa
 from vtasm.config import VTAConfig
 from vtasm.encoding import make_instruction
 
+from .convolution import window_dmas
 from .dma import box_dmas
 from .epilogue import Needs
-from .problem import Problem, window_cols
+from .problem import Problem
+
+EPILOGUE_PARTS = 4  # the scheduler splits the last tile's epilogue and store into up to this many parts
 
 INP, WGT, ACC, OUT = (isa.MEM_TYPES[m] for m in ("inp", "wgt", "acc", "out"))
 
@@ -75,52 +78,79 @@ class CostModel:
         oc_groups = math.ceil(sh.oc_t / toc)
         tiles = sh.groups * oc_groups * tiles_sp
         th_in, tw_in = (th - 1) * sh.stride + sh.kh, (tw - 1) * sh.stride + sh.kw
-        if producer == "gemm":
-            tw_in = window_cols(sh, tw)
         kk = sh.kh * sh.kw
-        load = compute = 0  # per tile, on the load stage and the compute stage
-        first_load = 0  # what the compute stage waits for before the first GEMM
-        last_gemm = 0  # the compute stage's work after the last load of a tile arrives (besides the epilogue)
-        chunks = 1
+        chunk_load, chunk_gemm, chunks = 0.0, 0, 1  # per chunk: load-stage and GEMM cycles
+        tile_load = first_extra = reset = 0  # per tile, before its first chunk; once, before everything
         if producer == "gemm":
             nic = sh.ic_t if order == "inputs" else tic
             chunks = math.ceil(sh.ic_t / nic)
-            x_chunk = self._input_loads(sh, tn, nic, th_in, tw_in)
-            w_chunk = 0 if resident or order == "inputs" else self.dma(WGT, toc, nic * kk)
-            executions = tn * toc * nic * kk * th * tw
-            g_chunk = self.gemm(executions, tn * toc * tw)
-            w_tile = 0
+            chunk_load = self._input_loads(sh, tn, nic, th, tw)
+            whole_w = self.dma(WGT, toc, sh.ic_t * kk)
             if order == "inputs":
-                x_chunk = x_chunk / oc_groups  # an input tile serves every channel group
-                w_tile = self.dma(WGT, toc, sh.ic_t * kk)
+                chunk_load /= oc_groups  # an input tile serves every channel group
+                tile_load = whole_w
             elif resident:
-                w_tile = self.dma(WGT, toc, sh.ic_t * kk) / tiles_sp
-            per_chunk_load = x_chunk + w_chunk
-            load += chunks * per_chunk_load + w_tile
-            first_load = per_chunk_load + (self.dma(WGT, toc, sh.ic_t * kk) if resident or order == "inputs" else 0)
-            compute += self.gemm(e, 1, reset=True) + chunks * g_chunk
-            last_gemm = g_chunk
+                tile_load, first_extra = whole_w / tiles_sp, whole_w
+            else:
+                chunk_load += self.dma(WGT, toc, nic * kk)
+            chunk_gemm = self.gemm(tn * toc * nic * kk * th * tw, tn * toc * tw)
+            reset = self.gemm(e, 1, reset=True)
         elif producer == "pool":
-            load += tn * toc * self.dma(INP, th_in, tw_in)
-            first_load = load
-            compute += self.gemm(tn * toc * th_in * tw_in, 1) + kk * self.alu(e, imm=False)
-        # the epilogue: ALU and GEMM passes over the tile, bias vectors, whole-tile operand loads
-        epilogue = (needs.alu_passes * self.alu(e, imm=True) + needs.alu_tensor_passes * self.alu(e, imm=False)
-                    + needs.gemm_passes * self.gemm(e, 1))
-        operand_load = needs.tile_loads * self.dma(ACC, tn * toc * th, tw)
-        store = self.box(OUT, (sh.n_t, sh.groups * sh.oc_t, sh.oh, sh.ow), (tn, toc, th, tw))
-        compute += epilogue + operand_load
+            chunk_load = tn * toc * self.dma(INP, th_in, tw_in)
+            chunk_gemm = self.gemm(tn * toc * th_in * tw_in, 1) + kk * self.alu(e, imm=False)
+        epilogue, store = self._epilogue(sh, needs, tn, toc, th, tw)
+        last_epilogue, last_store = epilogue, store  # the last tile's epilogue runs in parts (scheduler)
+        if tn == 1 and toc >= 2 and needs.acc_slots == 1:
+            parts = min(toc, EPILOGUE_PARTS)
+            part_epilogue, last_store = self._epilogue(sh, needs, tn, toc // parts, th, tw)
+            last_epilogue = parts * part_epilogue
         if threads == 1:
-            return int(tiles * (load + compute + store))
-        # a three-stage pipeline: its busiest stage's total, plus filling the stages before it and
-        # draining the ones after it
-        return int(max(tiles * load + last_gemm + epilogue + operand_load + store,
-                       first_load + tiles * compute + store,
-                       first_load + compute + tiles * store))
+            return int(first_extra + tiles * (tile_load + chunks * (chunk_load + chunk_gemm) + reset + epilogue
+                                              + store) + last_epilogue + last_store - epilogue - store)
+        return int(_pipelined(tiles, chunks, chunk_load, chunk_gemm, tile_load, first_extra, reset,
+                              (epilogue, last_epilogue), (store, last_store)))
 
-    def _input_loads(self, sh: Problem, tn: int, nic: int, th_in: int, tw_in: int) -> float:
+    def _epilogue(self, sh: Problem, needs: Needs, tn: int, toc: int, th: int, tw: int) -> tuple[int, int]:
+        """Cycles of a tile's epilogue (ALU and GEMM passes, whole-tile operand loads) and of its store."""
+        e = tn * toc * th * tw
+        epilogue = (needs.alu_passes * self.alu(e, imm=True) + needs.alu_tensor_passes * self.alu(e, imm=False)
+                    + needs.gemm_passes * self.gemm(e, 1) + needs.tile_loads * self.dma(ACC, tn * toc * th, tw))
+        return epilogue, self.box(OUT, (sh.n_t, sh.groups * sh.oc_t, sh.oh, sh.ow), (tn, toc, th, tw))
+
+    def _input_loads(self, sh: Problem, tn: int, nic: int, th: int, tw: int) -> int:
         """Load-stage cycles of one chunk's input window (with halo), cut into DMAs as the scheduler cuts it."""
-        rows, cols = min(th_in, sh.ih), min(tw_in, sh.iw)
-        if sh.pad:  # one DMA per channel plane whose padding fields supply the border (dma.padded_plane_dma)
-            return tn * nic * self.dma(INP, rows, cols)
-        return self.box(INP, (sh.n_t, sh.groups * sh.ic_t, sh.ih, sh.iw), (tn, nic, rows, cols))
+        dims = (sh.n_t, sh.groups * sh.ic_t, sh.ih, sh.iw)
+        return sum(self.dma(INP, d.y, d.x) for d in window_dmas(dims, sh, 0, tn, 0, nic, 0, th, 0, tw, 0))
+
+
+def _pipelined(tiles: int, chunks: int, load: float, gemm: int, tile_load: float, first_extra: int, reset: int,
+               epilogue: tuple[int, int], store: tuple[int, int], sample: int = 4) -> float:
+    """Cycles of a two-thread schedule: three stages handing over through two slots each.
+
+    Chunks rotate through two input (and weight) slots: a chunk's loads wait
+    for the GEMM two chunks back to free its slot. Tiles alternate two
+    accumulator slots: a tile's reset waits for the store two tiles back.
+    The first ``sample`` tiles are played out; later ones repeat the last
+    tile's period. ``epilogue`` and ``store``: of every tile, and of the last
+    one (whose parts overlap).
+    """
+    loaded = [0.0, 0.0]  # load-stage end of the last two chunks (older first)
+    freed = [0.0, 0.0]  # GEMM end of the last two chunks
+    stored = [0.0, 0.0]  # store end of the last two tiles
+    core = 0.0
+    played = min(tiles, sample)
+    for k in range(played):
+        last = k == tiles - 1
+        core = max(core, stored[0]) + reset
+        for c in range(chunks):
+            extra = (tile_load + (first_extra if k == 0 else 0)) if c == 0 else 0
+            end = max(loaded[1], freed[0]) + load + extra
+            loaded = [loaded[1], end]
+            core = max(core, end) + gemm
+            freed = [freed[1], core]
+        core += epilogue[last]
+        stored = [stored[1], max(core, stored[1]) + store[last]]
+    if played == tiles:
+        return stored[1]
+    period = stored[1] - stored[0] if played > 1 else stored[1]
+    return stored[1] + (tiles - played) * period + epilogue[1] - epilogue[0] + store[1] - store[0]

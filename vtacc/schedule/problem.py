@@ -47,6 +47,21 @@ def problem_of(op: Operator, cfg: VTAConfig) -> Problem:
     return Problem(n_t, c_t, h, w)
 
 
+def skips_rows(pr: Problem) -> bool:
+    """Whether a GEMM tile's input window holds only the rows the kernel reads.
+
+    A one-row kernel with a stride (a 1x1 stride-2 convolution) reads every
+    ``stride``-th input row: the window loads just those, one DMA row each
+    ``stride`` image rows apart, instead of every row in between.
+    """
+    return pr.ic_t > 0 and pr.kh == 1 and pr.stride > 1 and pr.pad == 0
+
+
+def window_rows(pr: Problem, th: int) -> int:
+    """Rows of a GEMM tile's input window in SRAM (``th`` output rows)."""
+    return th if skips_rows(pr) else in_extent(th, pr.stride, pr.kh)
+
+
 def window_cols(pr: Problem, tw: int) -> int:
     """Columns of a GEMM tile's input window in SRAM.
 

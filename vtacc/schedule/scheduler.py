@@ -4,23 +4,27 @@ For every output tile: the producer's loads and GEMM (or pooling) work into the
 tile's accumulator slot, the epilogue on the resident tile, and the store.
 Buffers are split into slots: with two virtual threads, consecutive tiles use
 alternate slots, so the loads of one tile do not touch what the other is
-computing on and the token pass lets them overlap.
+computing on and the token pass lets them overlap. The operator's last tile
+runs its epilogue and store in parts, so its store drains while the ALU
+finishes the rest.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from vtasm.config import VTAConfig
 
 from .convolution import gemm_chunks, input_loads, weight_dma
+from .cost import EPILOGUE_PARTS
 from .dma import box_dmas
 from .epilogue import Evaluator, Needs, Target, constant_name
 from .kernels import Dim, build_kernel, contiguous
 from .layouts import DramTensor
 from .operators import GemmProducer, Operator, PoolProducer
 from .pooling import pool_steps
-from .problem import Problem, problem_of, window_cols
+from .problem import Problem, problem_of, window_cols, window_rows
 from .steps import ACC, INP, WGT, Alu, Dma, Gemm, Group, Load, Store
 from .tiling import Tiling, partial_elems
 
@@ -78,7 +82,7 @@ def _plan_slots(t: Tiling, pr: Problem, needs: Needs, op: Operator) -> Slots:
     n = t.threads
     inp_tile = 0
     if gemm:
-        inp_tile = t.tn * (pr.ic_t if t.order == "inputs" else t.tic) * th_in * window_cols(pr, t.tw)
+        inp_tile = t.tn * (pr.ic_t if t.order == "inputs" else t.tic) * window_rows(pr, t.th) * window_cols(pr, t.tw)
     elif pool:
         inp_tile = t.tn * t.toc * th_in * tw_in
     inp = [i * inp_tile for i in range(n)]
@@ -102,13 +106,15 @@ def _plan_slots(t: Tiling, pr: Problem, needs: Needs, op: Operator) -> Slots:
 class TileTarget(Target):
     """Emits the epilogue steps of one tile into a group."""
 
-    def __init__(self, op: Operator, tile: Tile, slots: Slots, needs: Needs, group: Group, cfg: VTAConfig):
+    def __init__(self, op: Operator, tile: Tile, slots: Slots, needs: Needs, group: Group, cfg: VTAConfig,
+                 offset: int = 0):
         self.op, self.tile, self.slots, self.needs, self.group, self.cfg = op, tile, slots, needs, group, cfg
+        self.offset = offset  # of a part of the tile inside the thread's accumulator slot
         self.free_slots = list(range(needs.acc_slots))
         self.loaded: set[int] = set()  # slots last written by an ACC load (not yet by GEMM/ALU)
 
     def base(self, slot: int) -> int:
-        return self.slots.acc[self.tile.thread] + slot * self.tile.elems
+        return self.slots.acc[self.tile.thread] + self.offset + slot * self.tile.elems
 
     def alloc(self) -> int:
         return self.free_slots.pop(0)
@@ -217,6 +223,7 @@ def schedule_operator(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig) -> 
     last_inputs: tuple | None = None
     icount = 0
     chunk_count = 0
+    tiles = sum(1 for _ in _tiles(t, pr, t.order))
     for g, c0, n0, h0, w0 in _tiles(t, pr, t.order):
         tile = Tile(n0, min(t.tn, pr.n_t - n0), c0, min(t.toc, pr.oc_t - c0), h0, min(t.th, pr.oh - h0),
                     w0, min(t.tw, pr.ow - w0), g, counter % t.threads, g * pr.oc_t)
@@ -257,20 +264,45 @@ def schedule_operator(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig) -> 
                             spare=slots.partial[tile.thread], spare_elems=slots.partial_elems)
         elif isinstance(op.producer, PoolProducer):
             group.steps += pool_steps(op.producer, pr, tile, slots, cfg)
-        target = TileTarget(op, tile, slots, needs, group, cfg)
-        producer_slot = None
-        if op.producer is not None:
-            producer_slot = 0
-            target.claim(0)
-        result = Evaluator(op.expr, op.producer.node if op.producer else None, op.operands, target).run(producer_slot)
-        target.ready_to_store(result)
-        out = op.out
-        dims = (out.n_tiles, out.c_tiles, out.dims[2], out.dims[3])
-        start = (tile.n0, tile.channel, tile.h0, tile.w0)
-        for dma in box_dmas(dims, start, (tile.nn, tile.nc, tile.nh, tile.nw), target.base(result)):
-            group.steps.append(Store(out.name, dma))
+        last = counter == tiles
+        for part, offset in epilogue_parts(tile, needs, last):
+            _epilogue(op, part, slots, needs, group, cfg, offset)
         groups.append(group)
     return groups
+
+
+def epilogue_parts(tile: Tile, needs: Needs, last: bool) -> list[tuple[Tile, int]]:
+    """The tile's epilogue and store in parts, with each part's offset in the accumulator slot.
+
+    The operator's last tile runs them in up to EPILOGUE_PARTS parts of its
+    output channels, so the store of one part drains while the ALU works on
+    the next instead of after the whole epilogue. Only an epilogue that keeps
+    one slot alive splits (its parts do not overlap).
+    """
+    if not last or needs.acc_slots != 1 or tile.nn != 1 or tile.nc < 2:
+        return [(tile, 0)]
+    count = min(tile.nc, EPILOGUE_PARTS)
+    bounds = [tile.nc * k // count for k in range(count + 1)]
+    pixels = tile.nh * tile.nw
+    return [(dataclasses.replace(tile, c0=tile.c0 + lo, nc=hi - lo), lo * pixels)
+            for lo, hi in zip(bounds, bounds[1:], strict=False)]
+
+
+def _epilogue(op: Operator, tile: Tile, slots: Slots, needs: Needs, group: Group, cfg: VTAConfig,
+              offset: int) -> None:
+    """The epilogue of a tile (or of a part of one, ``offset`` elements into its slot) and its store."""
+    target = TileTarget(op, tile, slots, needs, group, cfg, offset)
+    producer_slot = None
+    if op.producer is not None:
+        producer_slot = 0
+        target.claim(0)
+    result = Evaluator(op.expr, op.producer.node if op.producer else None, op.operands, target).run(producer_slot)
+    target.ready_to_store(result)
+    out = op.out
+    dims = (out.n_tiles, out.c_tiles, out.dims[2], out.dims[3])
+    start = (tile.n0, tile.channel, tile.h0, tile.w0)
+    for dma in box_dmas(dims, start, (tile.nn, tile.nc, tile.nh, tile.nw), target.base(result)):
+        group.steps.append(Store(out.name, dma))
 
 
 def bias_vectors(op: Operator, needs: Needs) -> list[DramTensor]:

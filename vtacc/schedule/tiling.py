@@ -29,10 +29,11 @@ from dataclasses import dataclass, field
 from vtasm.config import VTAConfig
 from vtasm.errors import CompileError
 
+from .convolution import window_dmas
 from .cost import CostModel
 from .epilogue import Needs
 from .operators import GemmProducer, Operator, PoolProducer
-from .problem import Problem, in_extent, problem_of, window_cols
+from .problem import Problem, in_extent, problem_of, skips_rows, window_cols, window_rows
 
 # DRAM traffic a tiling may move, against the compulsory minimum (every byte once), unless none can: the
 # bandwidth is shared with the other layers of a network and costs energy, which one operator's cycles
@@ -93,6 +94,8 @@ def _spatial_sum(pr: Problem, th: int, tw: int, gemm: bool = False) -> tuple[int
     tiles, pixels = 0, 0
     for h0 in range(0, pr.oh, th):
         rows = _valid_rows(h0, min(th, pr.oh - h0), pr.stride, pr.kh, pr.pad, pr.ih)
+        if gemm and skips_rows(pr):
+            rows = min(th, pr.oh - h0)
         for w0 in range(0, pr.ow, tw):
             cols = _valid_rows(w0, min(tw, pr.ow - w0), pr.stride, pr.kw, pr.pad, pr.iw)
             if gemm and tw >= pr.ow:
@@ -129,7 +132,7 @@ def _evaluate(t: Tiling, pr: Problem, needs: Needs, cfg: VTAConfig, gemm: bool, 
         inp += threads * e
     if gemm:
         whole_ic = t.order == "inputs"
-        inp += threads * t.tn * (pr.ic_t if whole_ic else t.tic) * th_in * window_cols(pr, t.tw)
+        inp += threads * t.tn * (pr.ic_t if whole_ic else t.tic) * window_rows(pr, t.th) * window_cols(pr, t.tw)
         wgt += threads * t.toc * (pr.ic_t if (t.resident or whole_ic) else t.tic) * kk
     elif pool:
         inp += threads * t.tn * t.toc * th_in * tw_in
@@ -156,8 +159,9 @@ def _evaluate(t: Tiling, pr: Problem, needs: Needs, cfg: VTAConfig, gemm: bool, 
         else:
             x_bytes = x_total
             w_bytes = w_total * n_groups * sp_tiles
-        padded = pr.pad > 0
-        x_loads_per_chunk = t.tn * (t.tic if t.order == "weights" else pr.ic_t) if padded or t.tw < pr.ow else t.tn
+        nic = t.tic if t.order == "weights" else pr.ic_t
+        x_loads_per_chunk = len(window_dmas((pr.n_t, pr.groups * pr.ic_t, pr.ih, pr.iw), pr, 0, t.tn, 0, nic, 0,
+                                            t.th, 0, t.tw, 0))
         insns += tiles * (chunks * (x_loads_per_chunk + 1 + 1) + 1)
         traffic = x_bytes + w_bytes
     elif pool:

@@ -53,6 +53,7 @@ class Work:
     executions: int = 0  # GEMM/ALU micro-op executions
     macs: int = 0  # GEMM multiply-accumulates
     unit: str = ""  # EXEC: "gemm" or "alu"
+    variant: bool = False  # EXEC: a GEMM reset, or an ALU operation with an immediate
 
 
 def _tokens(insn: Instruction, module: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -168,8 +169,8 @@ def plan(instructions: list[Instruction], cfg: VTAConfig, profile: Profile) -> l
             w.unit = "gemm" if opcode == isa.OPCODES["gemm"] else "alu"
             w.executions = f["iter_out"] * f["iter_in"] * max(f["uop_end"] - f["uop_bgn"], 0)
             iterations = f["iter_out"] * f["iter_in"] if w.executions else 0
-            variant = bool(f["reset"] if w.unit == "gemm" else f["use_imm"])
-            w.cycles = execution_cycles(profile, w.unit, w.executions, iterations, variant)
+            w.variant = bool(f["reset"] if w.unit == "gemm" else f["use_imm"])
+            w.cycles = execution_cycles(profile, w.unit, w.executions, iterations, w.variant)
             if w.unit == "gemm" and not f["reset"]:
                 w.macs = w.executions * macs_per_exec
         out.append(w)
