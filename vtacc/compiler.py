@@ -164,21 +164,21 @@ def compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_na
         if isinstance(op.producer, PoolProducer) and op.producer.x.kind == ACT:
             needs.identity = True  # int8 windows reach the accumulator through the GEMM core
         extra = sum(t.nbytes for t in {id(t): t for t in op.operands.values()}.values())
+        def confirm(candidate: Tiling, op=op, needs=needs) -> int:
+            """The candidate's operator alone, generated and timed by the full timing model."""
+            tensors = _program_tensors(entry, table, cfg, constant_tensors, constant_data, needs.identity,
+                                       needs.neg_identity)[0]
+            alone = generate(schedule_operator(op, candidate, needs, cfg), tensors, {}, [], cfg, source_name)
+            return time_program(alone.program, profile, record=False).report.cycles
+
         tiling = choose_tiling(op, needs, cfg, _fixed_tiles(schedule, cfg, op), schedule.threads or threads,
-                               _order(schedule), extra, schedule.span or op.span, model)
+                               _order(schedule), extra, schedule.span or op.span, model, confirm)
         first = len(groups)
         groups += schedule_operator(op, tiling, needs, cfg)
         planned.append(Planned(op, needs, tiling, range(first, len(groups))))
-    tensors = [t if t is not None else dram_tensor(n, _decl(entry, n).dtype, _decl(entry, n).shape, ACT, cfg)
-               for n, t in table.tensors.items()]
-    constants: dict[str, bytes] = dict(constant_data)
-    tensors += constant_tensors.values()
-    if any(p.needs.identity for p in planned):
-        tensors.append(dram_tensor(IDENTITY, "int8", (cfg.block_out, cfg.block_in), WGT, cfg, constant=True))
-        constants[IDENTITY] = identity_bytes(cfg)
-    if any(p.needs.neg_identity for p in planned):
-        tensors.append(dram_tensor(NEG_IDENTITY, "int8", (cfg.block_out, cfg.block_in), WGT, cfg, constant=True))
-        constants[NEG_IDENTITY] = identity_bytes(cfg, negate=True)
+    tensors, constants = _program_tensors(entry, table, cfg, constant_tensors, constant_data,
+                                          any(p.needs.identity for p in planned),
+                                          any(p.needs.neg_identity for p in planned))
     outputs = [o.name for o in entry.outputs]
     generated = generate(groups, tensors, constants, outputs, cfg, Path(source_name).name)
     return Compiled(entry, cfg, planned, tensors, generated, profile=profile)
@@ -187,6 +187,23 @@ def compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_na
 def compile_kernel(kernel: ck.Kernel, cfg: VTAConfig, source_name: str, profile: Profile | None = None) -> Compiled:
     """Compile one kernel that calls no other kernel."""
     return compile_units(kernel, [Unit(kernel, a) for a in kernel.assigns], cfg, source_name, profile)
+
+
+def _program_tensors(entry: ck.Kernel, table: TensorTable, cfg: VTAConfig, constant_tensors: dict[str, DramTensor],
+                     constant_data: dict[str, bytes], identity: bool, neg_identity: bool
+                     ) -> tuple[list[DramTensor], dict[str, bytes]]:
+    """Every DRAM tensor of the program so far (parameters, results, constants) and the constants' bytes."""
+    tensors = [t if t is not None else dram_tensor(n, _decl(entry, n).dtype, _decl(entry, n).shape, ACT, cfg)
+               for n, t in table.tensors.items()]
+    constants: dict[str, bytes] = dict(constant_data)
+    tensors += constant_tensors.values()
+    if identity:
+        tensors.append(dram_tensor(IDENTITY, "int8", (cfg.block_out, cfg.block_in), WGT, cfg, constant=True))
+        constants[IDENTITY] = identity_bytes(cfg)
+    if neg_identity:
+        tensors.append(dram_tensor(NEG_IDENTITY, "int8", (cfg.block_out, cfg.block_in), WGT, cfg, constant=True))
+        constants[NEG_IDENTITY] = identity_bytes(cfg, negate=True)
+    return tensors, constants
 
 
 def _decl(kernel: ck.Kernel, name: str) -> ck.TensorDecl:

@@ -19,6 +19,7 @@ with the ALU); integer sums wrap, so any order gives the same bits.
 
 from __future__ import annotations
 
+import functools
 import itertools
 from dataclasses import dataclass
 
@@ -169,8 +170,14 @@ def build_kernel(dims: list[Dim], base: tuple[int, int, int], max_uops: int | No
 
     ``spare`` is for accumulating GEMMs only: any execution may then write a
     partial-sum copy of its element instead. Without it, an iteration space
-    whose every folding breaks the rules is an error.
+    whose every folding breaks the rules is an error. Kernels are cached: the
+    tiles of an operator (and the candidates the tiler confirms) repeat them.
     """
+    return _build(tuple(dims), base, max_uops, spare)
+
+
+@functools.lru_cache(maxsize=8192)
+def _build(dims: tuple[Dim, ...], base: tuple[int, int, int], max_uops: int | None, spare: Spare | None) -> Kernel:
     live = [d for d in dims if d.extent > 1]
     merged = _merge(live)
     variants = [merged] if merged == live else [merged, live]

@@ -24,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from vtasm.config import VTAConfig
@@ -40,6 +41,8 @@ from .problem import Problem, in_extent, problem_of, skips_rows, window_cols, wi
 # do not show.
 TRAFFIC_LIMIT = 1.5
 NEAR_TIE = 0.02  # predicted cycles this close to the fastest count as a tie, which DRAM bytes break
+INSN_BYTES = 16  # DRAM bytes the fetch module reads per instruction
+CONFIRM = 3  # near-tied candidates timed by the full model (with the fewest-bytes one)
 PARTIAL_ELEMS = 6  # spare accumulators per thread for partial sums: three copies of a tile of up to two elements
 
 
@@ -200,8 +203,14 @@ def compulsory_traffic(op: Operator, needs: Needs, cfg: VTAConfig) -> tuple[int,
 
 
 def choose_tiling(op: Operator, needs: Needs, cfg: VTAConfig, fixed: dict, threads: int | None,
-                  order: str | None, extra_bytes: int, span, model: CostModel) -> Tiling:
-    """The tiling with the fewest predicted cycles that fits (DRAM bytes break ties), honouring the schedule."""
+                  order: str | None, extra_bytes: int, span, model: CostModel,
+                  confirm: Callable[[Tiling], int] | None = None) -> Tiling:
+    """The tiling with the fewest predicted cycles that fits (DRAM bytes break ties), honouring the schedule.
+
+    ``confirm`` (a tiling -> its cycles under the full timing model) settles
+    near ties: the CONFIRM fastest estimates and the fewest-bytes candidate
+    among them are timed, and the fastest of those wins.
+    """
     pr = problem_of(op, cfg)
     gemm = isinstance(op.producer, GemmProducer)
     pool = isinstance(op.producer, PoolProducer)
@@ -217,13 +226,16 @@ def choose_tiling(op: Operator, needs: Needs, cfg: VTAConfig, fixed: dict, threa
         fitting = [got for cand in _space(pr, fixed, gemm, orders, th_, two_tiles)
                    if (got := _evaluate(cand, pr, needs, cfg, gemm, pool, extra_bytes, model)) is not None]
         if fitting:
-            # within the traffic budget, the fewest DRAM bytes among the candidates within NEAR_TIE of the fastest
+            # within the traffic budget, the fewest DRAM bytes (data and the instruction stream the fetch module
+            # reads) among the candidates within NEAR_TIE of the fastest
             least = min(got.dram_bytes for got in fitting)
             budget = max(least, TRAFFIC_LIMIT * sum(compulsory_traffic(op, needs, cfg)))
             fitting = [got for got in fitting if got.dram_bytes <= budget]
             fastest = min(got.cycles for got in fitting)
             near = [got for got in fitting if got.cycles <= fastest * (1 + NEAR_TIE)]
-            best = min(near, key=lambda got: (got.dram_bytes, got.cycles, got.instructions))
+            best = min(near, key=_bytes)
+            if confirm is not None and len(near) > 1:
+                best = _confirmed(near, confirm)
             break
     if best is None:
         for th_ in [threads] if threads else [1]:
@@ -236,6 +248,20 @@ def choose_tiling(op: Operator, needs: Needs, cfg: VTAConfig, fixed: dict, threa
                                span)
         raise CompileError("no tiling fits the on-chip buffers", span)
     return best
+
+
+def _bytes(t: Tiling) -> int:
+    """DRAM bytes a tiling moves, with the instruction stream the fetch module reads."""
+    return t.dram_bytes + INSN_BYTES * t.instructions
+
+
+def _confirmed(near: list[Tiling], confirm: Callable[[Tiling], int]) -> Tiling:
+    """Of near-tied candidates, the one the full timing model finds fastest (fewest bytes on a tie)."""
+    picked = sorted(near, key=lambda t: (t.cycles, _bytes(t)))[:CONFIRM]
+    least = min(near, key=_bytes)
+    if least not in picked:
+        picked.append(least)
+    return min(picked, key=lambda t: (confirm(t), _bytes(t)))
 
 
 def _space(pr: Problem, fixed: dict, gemm: bool, orders: list[str], threads: int, two_tiles: bool):
