@@ -89,3 +89,7 @@ class UsageError(VtaError):
     """A command-line usage error (exit code 2)."""
 
     exit_code = 2
+
+
+class ModelError(VtaError):
+    """A model file (ONNX) the importer cannot take; the message names the model and node."""

@@ -1,0 +1,23 @@
+"""Small ONNX models built with onnx.helper for the importer's tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+
+def save_model(path: Path, nodes: list, inputs: list, outputs: list, initializers: dict[str, np.ndarray]) -> Path:
+    """Write a one-graph model (opset 13) and return its path."""
+    graph = helper.make_graph(nodes, "test", inputs, outputs,
+                              [numpy_helper.from_array(v, k) for k, v in initializers.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return path
+
+
+def tensor(name: str, shape: list) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)

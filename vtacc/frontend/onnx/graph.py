@@ -1,0 +1,113 @@
+"""An ONNX model as a plain graph: static shapes, initialisers as numpy arrays, supported operators only.
+
+``load_graph`` reads a model with the ``onnx`` package and refuses, with one
+line naming the node, what the importer cannot take: an operator outside
+SUPPORTED, a dynamic or unknown shape, an input that nothing produces.
+Shapes come from ONNX's own shape inference; every tensor's must be static.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from vtasm.errors import ModelError
+
+SUPPORTED = ("Conv", "Gemm", "MatMul", "Relu", "Clip", "MaxPool", "AveragePool", "GlobalAveragePool", "Add",
+             "Flatten", "Reshape", "Concat", "BatchNormalization", "Identity", "QuantizeLinear", "DequantizeLinear")
+
+
+@dataclass
+class Node:
+    """One operator: its ONNX type, name, input and output tensor names, and attributes as Python values."""
+
+    op: str
+    name: str
+    inputs: list[str]
+    outputs: list[str]
+    attrs: dict = field(default_factory=dict)
+
+    def where(self, model: str) -> str:
+        return f"{model}: node '{self.name}' ({self.op})"
+
+
+@dataclass
+class Graph:
+    """A model's operators in topological order, with every tensor's static shape and the initialisers."""
+
+    name: str  # the model file, for messages
+    nodes: list[Node]
+    inputs: list[str]  # graph inputs that are not initialisers
+    outputs: list[str]
+    shapes: dict[str, tuple[int, ...]]
+    constants: dict[str, np.ndarray]
+
+    def producer(self, tensor: str) -> Node | None:
+        return next((n for n in self.nodes if tensor in n.outputs), None)
+
+    def consumers(self, tensor: str) -> list[Node]:
+        return [n for n in self.nodes if tensor in n.inputs]
+
+
+def load_graph(path: str | Path) -> Graph:
+    """Read and check an ONNX model file."""
+    try:
+        import onnx
+        from onnx import numpy_helper, shape_inference
+    except ImportError:
+        raise ModelError(f"{path}: importing ONNX models needs the onnx package: pip install '.[onnx]'") from None
+    name = Path(path).name
+    try:
+        model = onnx.load(str(path))
+    except FileNotFoundError:
+        raise ModelError(f"{path}: no such file") from None
+    except Exception as exc:  # the onnx package raises its own protobuf errors
+        raise ModelError(f"{name}: not a readable ONNX model ({' '.join(str(exc).split())[:200]})") from None
+    try:
+        model = shape_inference.infer_shapes(model, strict_mode=True)
+    except Exception as exc:
+        raise ModelError(f"{name}: ONNX shape inference failed: {' '.join(str(exc).split())[:300]}") from None
+    g = model.graph
+    constants = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    nodes = []
+    for k, n in enumerate(g.node):
+        node = Node(n.op_type, n.name or f"{n.op_type.lower()}_{k}", list(n.input), list(n.output),
+                    {a.name: onnx.helper.get_attribute_value(a) for a in n.attribute})
+        if n.domain not in ("", "ai.onnx"):
+            raise ModelError(f"{node.where(name)}: operators of domain '{n.domain}' are not supported")
+        if node.op == "Constant":  # a constant node is an initialiser written as a node
+            constants[node.outputs[0]] = numpy_helper.to_array(node.attrs["value"])
+            continue
+        if node.op not in SUPPORTED:
+            raise ModelError(f"{node.where(name)}: operator {node.op} is not supported (supported: "
+                             f"{', '.join(SUPPORTED)})")
+        nodes.append(node)
+    inputs = [i.name for i in g.input if i.name not in constants]
+    known = set(inputs) | set(constants)
+    for node in nodes:
+        for tensor in node.inputs:
+            if tensor and tensor not in known:
+                raise ModelError(f"{node.where(name)}: input '{tensor}' is neither a graph input, an initialiser "
+                                 "nor the output of an earlier node")
+        known.update(node.outputs)
+    shapes: dict[str, tuple[int, ...]] = {}
+    for info in list(g.input) + list(g.value_info) + list(g.output):
+        dims = info.type.tensor_type.shape.dim
+        if info.name in constants:
+            continue
+        if not info.type.tensor_type.HasField("shape") or any(not d.HasField("dim_value") for d in dims):
+            shown = ", ".join(d.dim_param or "?" if not d.HasField("dim_value") else str(d.dim_value) for d in dims)
+            user = next((n for n in nodes if info.name in n.inputs + n.outputs), None)
+            where = user.where(name) if user else f"{name}: tensor '{info.name}'"
+            raise ModelError(f"{where}: tensor '{info.name}' has a dynamic or unknown shape [{shown}]; "
+                             "the importer needs static shapes")
+        shapes[info.name] = tuple(int(d.dim_value) for d in dims)
+    for key, value in constants.items():
+        shapes[key] = tuple(value.shape)
+    for node in nodes:
+        for tensor in node.outputs:
+            if tensor not in shapes:
+                raise ModelError(f"{node.where(name)}: ONNX shape inference gave no shape for output '{tensor}'")
+    return Graph(name, nodes, inputs, [o.name for o in g.output], shapes, constants)
