@@ -151,6 +151,9 @@ def compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_na
     constant_data: dict[str, bytes] = {}
     for unit in units:
         op = build_operator(unit.kernel, unit.assign, table)
+        if isinstance(op.producer, GemmProducer) and op.producer.w_data is not None:
+            constant_tensors.setdefault(op.producer.w.name, op.producer.w)
+            constant_data.setdefault(op.producer.w.name, op.producer.w_data)
         schedule = unit.kernel.schedule
         needs = analyse(op.expr, op.producer.node if op.producer else None, op.operands)
         channels = op.out.dims[1]

@@ -48,6 +48,13 @@ class TensorInfo:
     zero padding. VTA's layouts are all of this form: a [rows, cols] matrix with
     tile (BATCH, BLOCK_IN) is [rows/B, cols/BI, B, BI]; NCHW with tile
     (BATCH, BLOCK_IN, 1, 1) is [N/B, C/BI, H, W, B, BI].
+
+    Two optional steps come before the tiling. ``view`` reshapes the logical
+    array (C order): a dense layer's weight [O, C*H*W] read after a flattened
+    convolution output is tiled as [O, C, H, W]. ``groups`` = (G, width)
+    spreads the weight of a grouped convolution, [OC, IC/G, KH, KW], over
+    ``width`` input channels: group g's channels start at (g * IC/G) mod width
+    and every other entry is zero (block-diagonal tiles).
     """
 
     name: str
@@ -55,6 +62,52 @@ class TensorInfo:
     shape: tuple[int, ...]
     tile: tuple[int, ...]
     repeat: int = 1  # each tile stored this many times (a broadcast axis before the tile axes)
+    view: tuple[int, ...] | None = None  # the logical array reshaped to this before tiling
+    groups: tuple[int, int] | None = None  # (G, width): grouped weights spread block-diagonally
+
+    @property
+    def stored_shape(self) -> tuple[int, ...]:
+        """The shape the tiles split: the logical shape after ``view`` and ``groups``."""
+        shape = self.view or self.shape
+        if self.groups is not None:
+            shape = (shape[0], self.groups[1]) + tuple(shape[2:])
+        return shape
+
+    def layout_problem(self) -> str | None:
+        """Why ``view``, ``groups`` and ``tile`` do not fit the shape, or None."""
+        if self.view is not None and math.prod(self.view) != math.prod(self.shape):
+            return f"view {list(self.view)} does not hold the {math.prod(self.shape)} elements of {list(self.shape)}"
+        if self.groups is not None:
+            base = self.view or self.shape
+            g, width = self.groups
+            if len(base) != 4:
+                return "groups spread a 4-D weight [OC, IC/G, KH, KW]"
+            if g < 1 or base[0] % g:
+                return f"groups={g} must divide the {base[0]} output channels"
+            if width < base[1] or width % base[1]:
+                return f"the width {width} must be a multiple of the {base[1]} channels per group"
+        if len(self.tile) != len(self.stored_shape):
+            return f"tile has {len(self.tile)} values for {len(self.stored_shape)} dimensions"
+        return None
+
+    def _spread(self, base: np.ndarray) -> np.ndarray:
+        g, width = self.groups  # type: ignore[misc]
+        oc, icg = base.shape[0], base.shape[1]
+        out = np.zeros((oc, width) + base.shape[2:], dtype=base.dtype)
+        for o in range(oc):
+            start = (o // (oc // g) * icg) % width
+            out[o, start:start + icg] = base[o]
+        return out
+
+    def _gather(self, stored: np.ndarray) -> np.ndarray:
+        g, width = self.groups  # type: ignore[misc]
+        base = self.view or self.shape
+        oc, icg = base[0], base[1]
+        out = np.zeros(base, dtype=stored.dtype)
+        for o in range(oc):
+            start = (o // (oc // g) * icg) % width
+            out[o] = stored[o, start:start + icg]
+        return out
 
     @property
     def np_dtype(self) -> np.dtype:
@@ -62,7 +115,7 @@ class TensorInfo:
 
     @property
     def outer_shape(self) -> tuple[int, ...]:
-        return tuple(math.ceil(n / t) for n, t in zip(self.shape, self.tile, strict=True))
+        return tuple(math.ceil(n / t) for n, t in zip(self.stored_shape, self.tile, strict=True))
 
     @property
     def tiled_dims(self) -> tuple[int, ...]:
@@ -104,12 +157,16 @@ class TensorInfo:
             )
         if arr.dtype != self.np_dtype:
             raise FormatError(f"tensor {self.name}: expected dtype {self.dtype}, got {arr.dtype}")
+        if self.view is not None:
+            arr = arr.reshape(self.view)
+        if self.groups is not None:
+            arr = self._spread(arr)
         padded_shape = tuple(o * t for o, t in zip(self.outer_shape, self.tile, strict=True))
         padded = np.zeros(padded_shape, dtype=self.np_dtype)
-        padded[tuple(slice(0, n) for n in self.shape)] = arr
+        padded[tuple(slice(0, n) for n in arr.shape)] = arr
         tiled = _tile(padded, self.tile)
         if self.repeat > 1:
-            rank = len(self.shape)
+            rank = len(self.tile)
             tiled = np.broadcast_to(np.expand_dims(tiled, rank), self.packed_shape)
         return np.ascontiguousarray(tiled).astype(self.np_dtype.newbyteorder("<")).tobytes()
 
@@ -119,9 +176,12 @@ class TensorInfo:
             raise FormatError(f"tensor {self.name}: expected {self.nbytes} bytes, got {len(data)}")
         packed = np.frombuffer(data, dtype=self.np_dtype.newbyteorder("<")).reshape(self.packed_shape)
         if self.repeat > 1:
-            packed = packed.take(0, axis=len(self.shape))
-        padded = _untile(packed, self.tile, len(self.shape)).astype(self.np_dtype)
-        return np.ascontiguousarray(padded[tuple(slice(0, n) for n in self.shape)])
+            packed = packed.take(0, axis=len(self.tile))
+        padded = _untile(packed, self.tile, len(self.tile)).astype(self.np_dtype)
+        stored = padded[tuple(slice(0, n) for n in self.stored_shape)]
+        if self.groups is not None:
+            stored = self._gather(stored)
+        return np.ascontiguousarray(stored.reshape(self.shape))
 
 
 def _tile(padded: np.ndarray, tile: tuple[int, ...]) -> np.ndarray:

@@ -14,7 +14,7 @@ from vtasm.errors import SourceSpan
 
 from . import syntax_tree as st
 from .check_support import Errors, broadcast, fold, plural, suggest, type_text
-from .checked import INT8, INT32, Binary, Call, Cast, Const, Conv2d, MatMul, Node, Pool, TensorRef
+from .checked import INT8, INT32, AvgWindow, Binary, Call, Cast, Const, Conv2d, Flatten, MatMul, Node, Pool, TensorRef
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,8 @@ BUILTINS: dict[str, Builtin] = {
     "max_pool": _POOL,
     "sum_pool": _POOL,
     "avg_pool": _POOL,
+    "global_avg_pool": Builtin(("x",)),
+    "flatten": Builtin(("x",)),
     "min": Builtin(("a", "b")),
     "max": Builtin(("a", "b")),
     "clip": Builtin(("x", "lo", "hi")),
@@ -41,6 +43,19 @@ BUILTINS: dict[str, Builtin] = {
     "int8": Builtin(("x",)),
     "int32": Builtin(("x",)),
 }
+def average_multiplier(area: int) -> tuple[int, int]:
+    """(multiplier, shift) with ``sum * multiplier >> shift`` close to ``sum / area``.
+
+    A power-of-two area divides exactly (multiplier 1). Otherwise the shift is
+    floor(log2(area)) + 7 and the multiplier round(2**shift / area), at most
+    127 (an int8 weight): within 0.8 % of the true average.
+    """
+    if area & (area - 1) == 0:
+        return 1, area.bit_length() - 1
+    shift = area.bit_length() - 1 + 7
+    return min(127, round((1 << shift) / area)), shift
+
+
 OPS = {"+": "add", "-": "sub", "*": "mul", "<<": "shl", ">>": "shr"}
 _SYMBOLS = {"add": "+", "sub": "-", "mul": "*", "shl": "<<", "shr": ">>", "min": "min", "max": "max"}
 Operand = tuple[Node, st.Arg]
@@ -62,6 +77,10 @@ class BuiltinRules:
             return self.matmul(e, ops)
         if f == "conv2d":
             return self.conv2d(e, ops, opts)
+        if f == "global_avg_pool":
+            return self.global_avg_pool(e, ops)
+        if f == "flatten":
+            return self.flatten(e, ops)
         if f.endswith("_pool"):
             return self.pool(e, ops, opts)
         nodes = [node for node, _ in ops]
@@ -158,8 +177,35 @@ class BuiltinRules:
                        f"reads its input from DRAM, and '{text}' is {got}", arg.value.span)
         return None
 
+    def flatten(self, e: st.CallExpr, ops: list[Operand]) -> Node | None:
+        x = self.tensor_input("flatten", ops[0], True)
+        if x is None:
+            return None
+        if len(x.shape) != 4:
+            self.error(f"flatten needs {st.unparse(ops[0][1].value)} as [N, C, H, W], got {type_text(x)}",
+                       ops[0][1].value.span)
+            return None
+        n, c, h, w = x.shape
+        return Flatten((n, c * h * w), INT8, e.span, x)
+
+    def global_avg_pool(self, e: st.CallExpr, ops: list[Operand]) -> Node | None:
+        x = self.tensor_input("global_avg_pool", ops[0], True)
+        if x is None:
+            return None
+        if len(x.shape) != 4:
+            self.error(f"global_avg_pool needs {st.unparse(ops[0][1].value)} as [N, C, H, W], got {type_text(x)}",
+                       ops[0][1].value.span)
+            return None
+        n, c, h, w = x.shape
+        multiplier, shift = average_multiplier(h * w)
+        window = AvgWindow((n, c, 1, 1), INT32, e.span, x, multiplier, shift)
+        return self.binary("shr", window, Const((), INT32, e.span, shift), e.span, e.name_span)
+
     def matmul(self, e: st.CallExpr, ops: list[Operand]) -> Node | None:
-        x, w = self.tensor_input(e.func, ops[0], True), self.tensor_input(e.func, ops[1], True)
+        x = ops[0][0]
+        if not isinstance(x, Flatten):
+            x = self.tensor_input(e.func, ops[0], True)
+        w = self.tensor_input(e.func, ops[1], True)
         if x is None or w is None:
             return None
         tx, tw = st.unparse(ops[0][1].value), st.unparse(ops[1][1].value)

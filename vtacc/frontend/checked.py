@@ -84,6 +84,30 @@ class Conv2d(Node):
 
 
 @dataclass(frozen=True, eq=False)
+class Flatten(Node):
+    """``flatten(x)``: a tensor [N, C, H, W] read as the matrix [N, C*H*W] (C order), in place.
+
+    Only a matrix product reads it: the weight is packed to match the tensor's
+    tiled layout, so nothing is copied.
+    """
+
+    x: Node  # an int8 tensor [N, C, H, W]
+
+
+@dataclass(frozen=True, eq=False)
+class AvgWindow(Node):
+    """``sum over the whole H x W image of x * multiplier``, per channel: the producer of ``global_avg_pool``.
+
+    ``global_avg_pool(x)`` is ``AvgWindow(x) >> shift``; multiplier and shift
+    approximate the division by H*W (exact when it is a power of two).
+    """
+
+    x: Node  # an int8 tensor [N, C, H, W]
+    multiplier: int
+    shift: int
+
+
+@dataclass(frozen=True, eq=False)
 class Pool(Node):
     """Max pooling, or sum pooling (``avg_pool`` is a sum then ``>> shift`` in the source).
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from .checked import (
     INT8,
+    AvgWindow,
     Binary,
     Call,
     Cast,
     CheckedFile,
     Const,
     Conv2d,
+    Flatten,
     Kernel,
     MatMul,
     Node,
@@ -90,6 +92,10 @@ def _expression(node: Node, names: dict[int, str], lines: list[str]) -> str:
     if isinstance(node, Pool):
         return (f"{node.kind}_pool({arg(node.x)}, size={node.size}, stride={node.stride}, pad={node.pad}, "
                 f"pad_value={node.pad_value})")
+    if isinstance(node, Flatten):
+        return f"flatten({arg(node.x)})"
+    if isinstance(node, AvgWindow):
+        return f"window_sum({arg(node.x)}) * {node.multiplier}"
     if isinstance(node, Cast):
         return f"{node.dtype}({arg(node.x)})"
     if isinstance(node, Call):

@@ -35,6 +35,8 @@ class DramTensor:
     kind: str  # ACT (int8 or int32 activation tiles), WGT, ACC (int32 tiles), BIAS
     cfg: VTAConfig
     constant: bool = False  # made by the compiler (identity tiles), not a kernel tensor
+    view: tuple[int, ...] | None = None  # weights: the logical array reshaped to this before packing
+    spread: tuple[int, int] | None = None  # grouped weights: (groups, width) of the block-diagonal expansion
 
     @property
     def n_tiles(self) -> int:
@@ -78,6 +80,9 @@ class DramTensor:
             # for activations, and the same bias for every row for per-channel vectors)
             return TensorInfo(self.name, self.dtype, self.logical, (cfg.block_out,), repeat=cfg.batch)
         first = cfg.block_out if self.kind == WGT else cfg.batch
+        if self.view is not None or self.spread is not None:
+            return TensorInfo(self.name, self.dtype, self.logical, (first, cfg.block_in, 1, 1), view=self.view,
+                              groups=self.spread)
         return TensorInfo(self.name, self.dtype, self.logical, (first, cfg.block_in) + (1,) * (rank - 2))
 
 
@@ -93,6 +98,10 @@ def view4(shape: tuple[int, ...]) -> tuple[int, int, int, int]:
 
 
 def dram_tensor(name: str, dtype: str, shape: tuple[int, ...], kind: str, cfg: VTAConfig,
-                constant: bool = False) -> DramTensor:
-    """A DramTensor for a logical tensor used as ``kind``."""
-    return DramTensor(name, dtype, tuple(shape), view4(tuple(shape)), kind, cfg, constant)
+                constant: bool = False, view: tuple[int, ...] | None = None,
+                spread: tuple[int, int] | None = None) -> DramTensor:
+    """A DramTensor for a logical tensor used as ``kind`` (weights possibly reshaped or spread, see TensorInfo)."""
+    dims = view4(tuple(view or shape))
+    if spread is not None:
+        dims = (dims[0], spread[1], dims[2], dims[3])
+    return DramTensor(name, dtype, tuple(shape), dims, kind, cfg, constant, view, spread)

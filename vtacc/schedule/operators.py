@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from vtacc.frontend import checked as ck
 from vtasm.config import VTAConfig
 from vtasm.errors import CompileError
@@ -37,6 +39,18 @@ class GemmProducer:
     kh: int
     kw: int
     out_dims: tuple[int, int, int, int]
+    w_data: bytes | None = None  # packed weights the compiler made (global_avg_pool's multipliers)
+
+    @property
+    def useful_fraction(self) -> float:
+        """The share of the GEMM's multiplies (before BLOCK padding) that a grouped convolution needs.
+
+        Groups narrower than BLOCK_IN are spread over block-diagonal weight
+        tiles; the multiplies by their zero entries are wasted.
+        """
+        if self.w.spread is None:
+            return 1.0
+        return self.w.logical[1] / self.w.dims[1]
 
 
 @dataclass(frozen=True)
@@ -77,12 +91,17 @@ class TensorTable:
         self.cfg = cfg
         self.tensors: dict[str, DramTensor] = {}
 
-    def get(self, decl: ck.TensorDecl, kind: str, span) -> DramTensor:
-        want = dram_tensor(decl.name, decl.dtype, decl.shape, kind, self.cfg)
+    def get(self, decl: ck.TensorDecl, kind: str, span, view: tuple[int, ...] | None = None,
+            spread: tuple[int, int] | None = None) -> DramTensor:
+        want = dram_tensor(decl.name, decl.dtype, decl.shape, kind, self.cfg, view=view, spread=spread)
         have = self.tensors.get(decl.name)
         if have is None:
             self.tensors[decl.name] = want
             return want
+        if have.kind == kind and (have.view, have.spread) != (view, spread):
+            raise CompileError(
+                f"weights {decl.name} are used by two operators that pack them differently (a flattened input or "
+                "a grouping changes the packing); pass them twice", span)
         if have.kind != kind and {have.kind, kind} == {ACC, BIAS} and len(decl.shape) == 1:
             return have  # a vector [C] packs the same way for both uses
         if have.kind != kind:
@@ -97,7 +116,7 @@ _KIND_WORDS = {ACT: "activations", WGT: "weights", ACC: "an int32 operand", BIAS
 
 def _producers(node: ck.Node, found: list[ck.Node]) -> None:
     """The distinct matmul/conv2d/pool nodes of an expression (a shared local counts once)."""
-    if isinstance(node, (ck.MatMul, ck.Conv2d, ck.Pool)):
+    if isinstance(node, (ck.MatMul, ck.Conv2d, ck.Pool, ck.AvgWindow)):
         if all(node is not f for f in found):
             found.append(node)
         return
@@ -119,7 +138,49 @@ def _tensor_ref(node: ck.Node, what: str) -> ck.TensorDecl:
     raise CompileError(f"{what} must be a tensor parameter (VTA's GEMM core reads int8 data from DRAM)", node.span)
 
 
+def grouping(ic: int, oc: int, groups: int, cfg: VTAConfig) -> tuple[int, tuple[int, int] | None]:
+    """How the GEMM core runs a convolution of ``groups`` groups: (GEMM groups, weight spread or None).
+
+    Groups of whole BLOCK_IN input and BLOCK_OUT output channels run as they
+    are. Narrower groups are packed BLOCK_IN / (IC/groups) to a GEMM group, their
+    weights spread block-diagonally over BLOCK_IN channels, when that packing
+    gives whole BLOCK_OUT output blocks; any other grouping runs as one dense
+    convolution with block-diagonal weights over all IC channels.
+    """
+    if groups == 1:
+        return 1, None
+    icg, ocg = ic // groups, oc // groups
+    if icg % cfg.block_in == 0 and ocg % cfg.block_out == 0:
+        return groups, None
+    if cfg.block_in % icg == 0:
+        per = cfg.block_in // icg
+        if groups % per == 0 and (per * ocg) % cfg.block_out == 0:
+            return groups // per, (groups, cfg.block_in)
+    return 1, (groups, ic)
+
+
+def _avg_window(node: ck.AvgWindow, table: TensorTable) -> GemmProducer:
+    """global_avg_pool's window sum as a depthwise convolution whose weights are all the multiplier."""
+    cfg = table.cfg
+    x = table.get(_tensor_ref(node.x, "the input of global_avg_pool"), ACT, node.x.span)
+    n, c, h, w = node.x.shape
+    groups, spread = grouping(c, c, c, cfg)
+    weights = dram_tensor(f"__avg_{c}x{h}x{w}_{node.multiplier}", "int8", (c, 1, h, w), WGT, cfg,
+                          constant=True, spread=spread)
+    data = weights.tensor_info().pack(np.full((c, 1, h, w), node.multiplier, dtype=np.int8))
+    return GemmProducer(node, x, weights, 1, 0, groups, h, w, (n, c, 1, 1), data)
+
+
 def _gemm(node: ck.Node, table: TensorTable) -> GemmProducer:
+    if isinstance(node, ck.AvgWindow):
+        return _avg_window(node, table)
+    if isinstance(node, ck.MatMul) and isinstance(node.x, ck.Flatten):
+        src = node.x.x
+        x = table.get(_tensor_ref(src, "the input of flatten"), ACT, src.span)
+        n, c, h, w = src.shape
+        o = node.shape[1]
+        weights = table.get(_tensor_ref(node.w, "the weights of matmul"), WGT, node.w.span, view=(o, c, h, w))
+        return GemmProducer(node, x, weights, 1, 0, 1, h, w, (n, o, 1, 1))
     if isinstance(node, ck.MatMul):
         x = table.get(_tensor_ref(node.x, "the input of matmul"), ACT, node.x.span)
         w = table.get(_tensor_ref(node.w, "the weights of matmul"), WGT, node.w.span)
@@ -127,19 +188,12 @@ def _gemm(node: ck.Node, table: TensorTable) -> GemmProducer:
         return GemmProducer(node, x, w, 1, 0, 1, 1, 1, (n, o, 1, 1))
     assert isinstance(node, ck.Conv2d)
     x = table.get(_tensor_ref(node.x, "the input of conv2d"), ACT, node.x.span)
-    w = table.get(_tensor_ref(node.w, "the weights of conv2d"), WGT, node.w.span)
     oc, icg, kh, kw = node.w.shape
-    if node.groups > 1 and icg % table.cfg.block_in:
-        raise CompileError(
-            f"grouped convolution needs a whole number of BLOCK_IN ({table.cfg.block_in}) input channels per "
-            f"group; this one has {icg}", node.span)
-    if node.groups > 1 and (oc // node.groups) % table.cfg.block_out:
-        raise CompileError(
-            f"grouped convolution needs a whole number of BLOCK_OUT ({table.cfg.block_out}) output channels "
-            f"per group; this one has {oc // node.groups}", node.span)
+    groups, spread = grouping(node.x.shape[1], oc, node.groups, table.cfg)
+    w = table.get(_tensor_ref(node.w, "the weights of conv2d"), WGT, node.w.span, spread=spread)
     if node.pad > 15:
         raise CompileError(f"padding {node.pad} exceeds the DMA's 4-bit padding fields (at most 15)", node.span)
-    return GemmProducer(node, x, w, node.stride, node.pad, node.groups, kh, kw, view4(node.shape))
+    return GemmProducer(node, x, w, node.stride, node.pad, groups, kh, kw, view4(node.shape))
 
 
 def _pool(node: ck.Pool, table: TensorTable) -> PoolProducer:
@@ -183,7 +237,10 @@ def _operands(node: ck.Node, producer: ck.Node | None, out_shape, table: TensorT
         return
     if isinstance(node, ck.Call):
         raise CompileError("kernel calls are compiled by the program builder, not inside an expression", node.span)
-    if isinstance(node, (ck.MatMul, ck.Conv2d, ck.Pool)):
+    if isinstance(node, ck.Flatten):
+        raise CompileError("flatten(...) reads a tensor in place as a matmul's input; here its value would have "
+                           "to be computed, so write matmul(flatten(x), w) or keep the 4-D tensor", node.span)
+    if isinstance(node, (ck.MatMul, ck.Conv2d, ck.Pool, ck.AvgWindow)):
         raise CompileError(
             "only one matmul, conv2d or pooling per output: VTA computes it in the accumulator; write the second "
             "one as a separate kernel", node.span)
@@ -208,7 +265,7 @@ def build_operator(kernel: ck.Kernel, assign: ck.Assign, table: TensorTable) -> 
             "one as a separate kernel", found[1].span)
     node = found[0] if found else None
     producer: GemmProducer | PoolProducer | None = None
-    if isinstance(node, (ck.MatMul, ck.Conv2d)):
+    if isinstance(node, (ck.MatMul, ck.Conv2d, ck.AvgWindow)):
         producer = _gemm(node, table)
     elif isinstance(node, ck.Pool):
         producer = _pool(node, table)

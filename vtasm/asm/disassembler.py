@@ -100,6 +100,10 @@ class _Printer:
         used = len(data.rstrip(b"\0"))
         if tensor is not None and tensor.nbytes == len(data):
             repeat = f" repeat {tensor.repeat}" if tensor.repeat != 1 else ""
+            if tensor.view is not None:
+                repeat += f" view [{_ints(tensor.view)}]"
+            if tensor.groups is not None:
+                repeat += f" groups({_ints(tensor.groups)})"
             head = f".tensor {name} {tensor.dtype}[{_ints(tensor.shape)}] tile({_ints(tensor.tile)}){repeat} {where}"
             return [head] + _hex_lines(data[:used])
         lines = [f".data {name} {where}"] + _hex_lines(data[:used])

@@ -28,7 +28,7 @@ DEFAULT_ALIGN = 4096
 TABLE_ALIGN = 4096
 INT_DIRECTIVES = {".int8": "int8", ".int16": "int16", ".int32": "int32", ".uint8": "uint8"}
 CONTENT_DIRECTIVES = frozenset(INT_DIRECTIVES) | {".hex", ".zero", ".file"}
-_TENSOR_OPTIONS = {"from": " (use .file for raw data)", "repeat": ""}
+_TENSOR_OPTIONS = {"from": " (use .file for raw data)", "repeat": "", "view": "", "groups": ""}
 
 
 @dataclass
@@ -100,7 +100,7 @@ def prepare_segment(decl: SegmentDecl, symbols: Symbols, base_dir: Path,
     tensor = None
     if d.name == ".tensor":
         repeat = _positive(symbols, options["repeat"][0], "repeat") if "repeat" in options else 1
-        tensor = _tensor_info(d, symbols, repeat)
+        tensor = _tensor_info(d, symbols, repeat, options)
         if "from" in options:
             src, span = options["from"]
             if decl.contents:
@@ -125,7 +125,7 @@ def _non_negative(symbols: Symbols, expr: ast.Expr, what: str) -> int:
     return value
 
 
-def _tensor_info(d: ast.Directive, symbols: Symbols, repeat: int) -> TensorInfo:
+def _tensor_info(d: ast.Directive, symbols: Symbols, repeat: int, options: dict) -> TensorInfo:
     name, dtype, dims, tile = d.args
     if dtype.value not in DTYPES:
         raise AsmError(f"unknown dtype '{dtype.value}'{suggest(dtype.value, DTYPES)} "
@@ -134,9 +134,18 @@ def _tensor_info(d: ast.Directive, symbols: Symbols, repeat: int) -> TensorInfo:
         raise AsmError(f"tensor {name.value} needs at least one dimension", d.span)
     shape = tuple(_positive(symbols, e, "a dimension") for e in dims)
     tiles = tuple(_positive(symbols, e, "a tile") for e in tile or ())
-    if len(tiles) != len(shape):
+    view = tuple(_positive(symbols, e, "a view dimension") for e in options["view"][0]) if "view" in options else None
+    groups = None
+    if "groups" in options:
+        g, width = (_positive(symbols, e, "a groups value") for e in options["groups"][0])
+        groups = (g, width)
+    if view is None and groups is None and len(tiles) != len(shape):
         raise AsmError(f"tile has {len(tiles)} values for {len(shape)} dimensions", d.span)
-    return TensorInfo(name.value, dtype.value, shape, tiles, repeat)
+    tensor = TensorInfo(name.value, dtype.value, shape, tiles, repeat, view, groups)
+    problem = tensor.layout_problem()
+    if problem is not None:
+        raise AsmError(f"tensor {name.value}: {problem}", d.span)
+    return tensor
 
 
 def _positive(symbols: Symbols, expr: ast.Expr, what: str) -> int:

@@ -251,6 +251,12 @@ class _ToAst(Transformer):
     opt_at, opt_align, opt_file = _option("@"), _option("align"), _option("file")
     opt_from, opt_repeat = _option("from"), _option("repeat")
 
+    def opt_view(self, meta, children):
+        return ("view", children[0], self._span(meta))
+
+    def opt_groups(self, meta, children):
+        return ("groups", tuple(children), self._span(meta))
+
     def kv(self, meta, children):
         key, value = children
         key_name = self._name(key).value

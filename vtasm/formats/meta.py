@@ -151,6 +151,10 @@ def _tensor_entry(t: TensorInfo) -> dict:
     entry = {"name": t.name, "dtype": t.dtype, "shape": list(t.shape), "tile": list(t.tile)}
     if t.repeat != 1:
         entry["repeat"] = t.repeat
+    if t.view is not None:
+        entry["view"] = list(t.view)
+    if t.groups is not None:
+        entry["groups"] = list(t.groups)
     return entry
 
 
@@ -159,7 +163,7 @@ def _tensors(value: object, segments: list[SegmentEntry], where: str) -> list[Te
     out: list[TensorInfo] = []
     for i, item in enumerate(get_list(value, where)):
         at = f"{where}[{i}]"
-        obj = get_object(item, at, ("name", "dtype", "shape", "tile"), ("repeat",))
+        obj = get_object(item, at, ("name", "dtype", "shape", "tile"), ("repeat", "view", "groups"))
         name = get_str(obj["name"], f"{at}.name")
         if any(t.name == name for t in out):
             raise FormatError(f"{at}: duplicate tensor name '{name}'")
@@ -167,12 +171,17 @@ def _tensors(value: object, segments: list[SegmentEntry], where: str) -> list[Te
         if dtype not in DTYPES:
             raise FormatError(f"{at}: unknown dtype '{dtype}' (expected one of {', '.join(DTYPES)})")
         shape, tile = _dims(obj["shape"], f"{at}.shape"), _dims(obj["tile"], f"{at}.tile")
-        if len(shape) != len(tile):
-            raise FormatError(f"{at}: shape has {len(shape)} dimensions but tile has {len(tile)}")
         repeat = get_int(obj.get("repeat", 1), f"{at}.repeat")
         if repeat < 1:
             raise FormatError(f"{at}.repeat: must be at least 1, got {repeat}")
-        tensor = TensorInfo(name, dtype, shape, tile, repeat)
+        view = _dims(obj["view"], f"{at}.view") if "view" in obj else None
+        groups = _dims(obj["groups"], f"{at}.groups") if "groups" in obj else None
+        if groups is not None and len(groups) != 2:
+            raise FormatError(f"{at}.groups: must be [G, width], got {list(groups)}")
+        tensor = TensorInfo(name, dtype, shape, tile, repeat, view, groups)  # type: ignore[arg-type]
+        problem = tensor.layout_problem()
+        if problem is not None:
+            raise FormatError(f"{at}: {problem}")
         if name not in sizes:
             raise FormatError(f"{at}: tensor '{name}' has no segment of the same name")
         if tensor.nbytes != sizes[name]:

@@ -185,7 +185,7 @@ def _read_tensors(value: object, placed: list[tuple[str, int, bytes]],
     entries = []
     for i, item in enumerate(get_list(value, where)):
         at = f"{where}[{i}]"
-        obj = dict(get_object(item, at, ("file", "name", "dtype", "shape", "tile"), ("repeat",)))
+        obj = dict(get_object(item, at, ("file", "name", "dtype", "shape", "tile"), ("repeat", "view", "groups")))
         file = get_str(obj.pop("file"), f"{at}.file")
         if file not in uses:
             raise FormatError(f"{at}.file: {file!r} is not the file of any segment")
