@@ -58,6 +58,9 @@ class _Flattener:
         for a in k.assigns:
             target = targets.get(id(a.target), a.target)
             value = a.value
+            if isinstance(value, ck.Concat):
+                self.concat(value, target, bindings, memo, k, depth)
+                continue
             if isinstance(value, ck.Call) and depth < 64:
                 callee = self.file.kernel(value.kernel)
                 if len(callee.outputs) == 1:
@@ -66,6 +69,26 @@ class _Flattener:
                     continue
             self.units.append(Unit(k, dataclasses.replace(a, target=target,
                                                           value=self.rewrite(value, bindings, memo, k, depth))))
+
+    def concat(self, node: ck.Concat, target: ck.TensorDecl, bindings: dict[int, ck.Node], memo: dict[int, ck.Node],
+               k: ck.Kernel, depth: int) -> None:
+        """Each part of a concatenation written straight into its channel slice of ``target``.
+
+        A part computed by a call writes its slice in place; a tensor that
+        already exists is copied into its slice.
+        """
+        c0 = 0
+        for part in node.parts:
+            width = part.shape[1]
+            piece = ck.TensorDecl(self.fresh(f"{target.name}_c{c0}"), ck.INT8, part.shape, "slice", part.span,
+                                  slice_of=target, channel0=c0)
+            if isinstance(part, ck.Call) and len(self.file.kernel(part.kernel).outputs) == 1 and depth < 64:
+                callee = self.file.kernel(part.kernel)
+                args = [self.rewrite(x, bindings, memo, k, depth) for x in part.args]
+                self.call(callee, args, part, {id(callee.outputs[0]): piece}, depth)
+            else:
+                self.units.append(Unit(k, ck.Assign(piece, self.rewrite(part, bindings, memo, k, depth), part.span)))
+            c0 += width
 
     def call(self, callee: ck.Kernel, args: list[ck.Node], node: ck.Call, targets: dict[int, ck.TensorDecl],
              depth: int) -> list[ck.TensorRef]:

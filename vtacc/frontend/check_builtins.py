@@ -14,7 +14,22 @@ from vtasm.errors import SourceSpan
 
 from . import syntax_tree as st
 from .check_support import Errors, broadcast, fold, plural, suggest, type_text
-from .checked import INT8, INT32, AvgWindow, Binary, Call, Cast, Const, Conv2d, Flatten, MatMul, Node, Pool, TensorRef
+from .checked import (
+    INT8,
+    INT32,
+    AvgWindow,
+    Binary,
+    Call,
+    Cast,
+    Concat,
+    Const,
+    Conv2d,
+    Flatten,
+    MatMul,
+    Node,
+    Pool,
+    TensorRef,
+)
 
 
 @dataclass(frozen=True)
@@ -36,6 +51,7 @@ BUILTINS: dict[str, Builtin] = {
     "avg_pool": _POOL,
     "global_avg_pool": Builtin(("x",)),
     "flatten": Builtin(("x",)),
+    "concat": Builtin(("a", "b")),  # and any number more: checked by BuiltinRules.concat
     "min": Builtin(("a", "b")),
     "max": Builtin(("a", "b")),
     "clip": Builtin(("x", "lo", "hi")),
@@ -68,6 +84,8 @@ class BuiltinRules:
     expr: Callable[[st.Expr], Node | None]  # checks a sub-expression: the kernel checker's method
 
     def builtin(self, e: st.CallExpr) -> Node | None:
+        if e.func == "concat":
+            return self.concat(e)
         bound = self.bind_args(e, BUILTINS[e.func])
         if bound is None:
             return None
@@ -176,6 +194,33 @@ class BuiltinRules:
             self.error(f"{f} needs '{text}' as a tensor (a parameter or the result of a called kernel): pooling "
                        f"reads its input from DRAM, and '{text}' is {got}", arg.value.span)
         return None
+
+    def concat(self, e: st.CallExpr) -> Node | None:
+        named = [a for a in e.args if a.name is not None]
+        if named:
+            self.error("concat takes no keyword arguments (it joins along the channel axis)", named[0].span)
+            return None
+        if len(e.args) < 2:
+            self.error(f"concat needs at least 2 tensors, got {len(e.args)}", e.name_span)
+            return None
+        parts = [self.expr(a.value) for a in e.args]
+        if any(p is None for p in parts):
+            return None
+        for part, arg in zip(parts, e.args, strict=True):
+            if not isinstance(part, (TensorRef, Call)) or part.dtype != INT8:
+                self.error(f"concat joins int8 tensors (parameters or int8 results of called kernels); "
+                           f"'{st.unparse(arg.value)}' is {type_text(part)}", arg.value.span)
+                return None
+        first = parts[0]
+        for part, arg in zip(parts, e.args, strict=True):
+            if len(part.shape) not in (2, 4) or len(part.shape) != len(first.shape) or \
+                    part.shape[:1] + part.shape[2:] != first.shape[:1] + first.shape[2:]:
+                self.error(f"concat joins tensors that differ only in their channels (axis 1): "
+                           f"'{st.unparse(arg.value)}' is {type_text(part)}, the first is {type_text(first)}",
+                           arg.value.span)
+                return None
+        shape = (first.shape[0], sum(p.shape[1] for p in parts)) + first.shape[2:]
+        return Concat(shape, INT8, e.span, tuple(parts))
 
     def flatten(self, e: st.CallExpr, ops: list[Operand]) -> Node | None:
         x = self.tensor_input("flatten", ops[0], True)

@@ -29,8 +29,10 @@ class TensorDecl:
     name: str
     dtype: str
     shape: tuple[int, ...]
-    role: str  # "input" or "output"
+    role: str  # "input" or "output" ("intermediate" and "slice" inside the compiler)
     span: SourceSpan
+    slice_of: TensorDecl | None = None  # a channel slice of this tensor, written in place (concat)
+    channel0: int = 0  # the slice's first channel in that tensor
 
 
 # -- expression nodes -----------------------------------------------------------
@@ -92,6 +94,17 @@ class Flatten(Node):
     """
 
     x: Node  # an int8 tensor [N, C, H, W]
+
+
+@dataclass(frozen=True, eq=False)
+class Concat(Node):
+    """``concat(a, b, ...)``: int8 tensors joined along the channel axis (axis 1).
+
+    Only as the whole value of an assignment: each part's producer writes its
+    channel slice of the result in place.
+    """
+
+    parts: tuple[Node, ...]
 
 
 @dataclass(frozen=True, eq=False)

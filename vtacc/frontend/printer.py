@@ -15,6 +15,7 @@ from .checked import (
     Call,
     Cast,
     CheckedFile,
+    Concat,
     Const,
     Conv2d,
     Flatten,
@@ -92,6 +93,8 @@ def _expression(node: Node, names: dict[int, str], lines: list[str]) -> str:
     if isinstance(node, Pool):
         return (f"{node.kind}_pool({arg(node.x)}, size={node.size}, stride={node.stride}, pad={node.pad}, "
                 f"pad_value={node.pad_value})")
+    if isinstance(node, Concat):
+        return f"concat({', '.join(arg(p) for p in node.parts)})"
     if isinstance(node, Flatten):
         return f"flatten({arg(node.x)})"
     if isinstance(node, AvgWindow):

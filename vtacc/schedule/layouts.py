@@ -37,6 +37,8 @@ class DramTensor:
     constant: bool = False  # made by the compiler (identity tiles), not a kernel tensor
     view: tuple[int, ...] | None = None  # weights: the logical array reshaped to this before packing
     spread: tuple[int, int] | None = None  # grouped weights: (groups, width) of the block-diagonal expansion
+    slice_of: DramTensor | None = None  # a channel slice of this tensor (written in place by a concat part)
+    slice_c0: int = 0  # the slice's first channel tile in that tensor
 
     @property
     def n_tiles(self) -> int:

@@ -15,6 +15,7 @@ vectors (biases). Anything else is refused with the reason.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -93,6 +94,8 @@ class TensorTable:
 
     def get(self, decl: ck.TensorDecl, kind: str, span, view: tuple[int, ...] | None = None,
             spread: tuple[int, int] | None = None) -> DramTensor:
+        if decl.slice_of is not None:
+            return self._slice(decl, kind, span)
         want = dram_tensor(decl.name, decl.dtype, decl.shape, kind, self.cfg, view=view, spread=spread)
         have = self.tensors.get(decl.name)
         if have is None:
@@ -109,6 +112,22 @@ class TensorTable:
                 f"tensor {decl.name} is used both as {_KIND_WORDS[have.kind]} and as {_KIND_WORDS[kind]}; "
                 "VTA packs these differently, pass it twice", span)
         return have
+
+
+    def _slice(self, decl: ck.TensorDecl, kind: str, span) -> DramTensor:
+        """A channel slice of a concatenation's result: no segment of its own, stored into the whole."""
+        whole = self.get(decl.slice_of, kind, span)
+        block = self.cfg.block_out
+        if decl.channel0 % block:
+            raise CompileError(
+                f"concat: this part starts at channel {decl.channel0} of {decl.slice_of.name}, not a multiple of "
+                f"BLOCK ({block}); VTA stores whole channel blocks, so every part but the last needs a multiple of "
+                f"{block} channels", span)
+        if kind != ACT:
+            raise CompileError(f"{decl.name} is a slice of {decl.slice_of.name}, written in place by concat; it "
+                               "cannot be read on its own", span)
+        part = dram_tensor(decl.name, decl.dtype, decl.shape, ACT, self.cfg)
+        return dataclasses.replace(part, slice_of=whole, slice_c0=decl.channel0 // block)
 
 
 _KIND_WORDS = {ACT: "activations", WGT: "weights", ACC: "an int32 operand", BIAS: "a per-channel vector"}
@@ -237,6 +256,9 @@ def _operands(node: ck.Node, producer: ck.Node | None, out_shape, table: TensorT
         return
     if isinstance(node, ck.Call):
         raise CompileError("kernel calls are compiled by the program builder, not inside an expression", node.span)
+    if isinstance(node, ck.Concat):
+        raise CompileError("concat(...) must be the whole value of an assignment (each part is written in place "
+                           "into the result); compute the rest in the kernel that reads it", node.span)
     if isinstance(node, ck.Flatten):
         raise CompileError("flatten(...) reads a tensor in place as a matmul's input; here its value would have "
                            "to be computed, so write matmul(flatten(x), w) or keep the 4-D tensor", node.span)

@@ -298,9 +298,11 @@ def _epilogue(op: Operator, tile: Tile, slots: Slots, needs: Needs, group: Group
         target.claim(0)
     result = Evaluator(op.expr, op.producer.node if op.producer else None, op.operands, target).run(producer_slot)
     target.ready_to_store(result)
-    out = op.out
+    out, c0 = op.out, 0
+    if out.slice_of is not None:  # a concat part: its channels of the whole tensor
+        out, c0 = out.slice_of, out.slice_c0
     dims = (out.n_tiles, out.c_tiles, out.dims[2], out.dims[3])
-    start = (tile.n0, tile.channel, tile.h0, tile.w0)
+    start = (tile.n0, c0 + tile.channel, tile.h0, tile.w0)
     for dma in box_dmas(dims, start, (tile.nn, tile.nc, tile.nh, tile.nw), target.base(result)):
         group.steps.append(Store(out.name, dma))
 
