@@ -6,6 +6,7 @@ together and keeps what ``--emit`` and ``--explain`` show.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from vtacc.schedule.tiling import Tiling, choose_tiling
 from vtasim.timing.profile import Profile, load_profile
 from vtasim.timing.run import TimingResult, time_program
 from vtasm.config import VTAConfig
-from vtasm.errors import CompileError
+from vtasm.errors import CompileError, FormatError
 
 _TILE_KEYS = {"n": "n", "oc": "c", "o": "c", "h": "h", "w": "w", "ic": "ic", "k": "ic"}
 
@@ -126,7 +127,8 @@ def _order(schedule: ck.Schedule) -> str | None:
 
 
 def compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_name: str,
-                  profile: Profile | None = None, threads: int | None = None) -> Compiled:
+                  profile: Profile | None = None, threads: int | None = None,
+                  params: dict[str, np.ndarray] | None = None) -> Compiled:
     """Compile output assignments (in order) into one program whose inputs and outputs are ``entry``'s.
 
     Tiles are chosen by the cycles predicted under ``profile`` (default: the
@@ -182,6 +184,8 @@ def compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_na
     tensors, constants = _program_tensors(entry, table, cfg, constant_tensors, constant_data,
                                           any(p.needs.identity for p in planned),
                                           any(p.needs.neg_identity for p in planned))
+    if params:
+        tensors = [_embed(t, params[t.name], constants) if t.name in params else t for t in tensors]
     outputs = [o.name for o in entry.outputs]
     generated = generate(groups, tensors, constants, outputs, cfg, Path(source_name).name)
     return Compiled(entry, cfg, planned, tensors, generated, profile=profile)
@@ -207,6 +211,16 @@ def _program_tensors(entry: ck.Kernel, table: TensorTable, cfg: VTAConfig, const
         tensors.append(dram_tensor(NEG_IDENTITY, "int8", (cfg.block_out, cfg.block_in), WGT, cfg, constant=True))
         constants[NEG_IDENTITY] = identity_bytes(cfg, negate=True)
     return tensors, constants
+
+
+def _embed(tensor: DramTensor, value: np.ndarray, constants: dict[str, bytes]) -> DramTensor:
+    """An input given its value at compile time: its packed bytes become program data."""
+    info = tensor.tensor_info()
+    try:
+        constants[tensor.name] = info.pack(info.conform(np.asarray(value), f"value of {tensor.name}"))
+    except FormatError as exc:
+        raise CompileError(exc.message) from None
+    return dataclasses.replace(tensor, constant=True)
 
 
 def _decl(kernel: ck.Kernel, name: str) -> ck.TensorDecl:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
+import numpy as np
+
 from vtacc.frontend import checked as ck
 from vtacc.frontend.check_calls import unknown_kernel
 from vtasim.timing.profile import Profile
@@ -120,6 +122,10 @@ class _Flattener:
             return memo[key]
         if isinstance(node, ck.TensorRef):
             out = bindings.get(id(node.tensor), node)
+        elif isinstance(node, ck.Concat):  # a concatenation read as a value: written into an intermediate
+            decl = ck.TensorDecl(self.fresh(f"{k.name}_concat"), ck.INT8, node.shape, "intermediate", node.span)
+            self.concat(node, decl, bindings, memo, k, depth)
+            out = ck.TensorRef(node.shape, ck.INT8, node.span, decl)
         elif isinstance(node, ck.Call):
             callee = self.file.kernel(node.kernel)
             args = [self.rewrite(a, bindings, memo, k, depth) for a in node.args]
@@ -141,14 +147,17 @@ class _Flattener:
 
 
 def compile_file(checked: ck.CheckedFile, cfg: VTAConfig, kernel_name: str | None = None,
-                 profile: Profile | None = None, threads: int | None = None) -> Compiled:
+                 profile: Profile | None = None, threads: int | None = None,
+                 params: dict[str, np.ndarray] | None = None) -> Compiled:
     """Compile the entry kernel of a checked file (with everything it calls) into one program.
 
     Tiles are chosen by the cycles predicted under ``profile`` (default chisel-2019);
-    ``threads`` sets the virtual threads where a schedule does not.
+    ``threads`` sets the virtual threads where a schedule does not. ``params``
+    gives some of the entry's inputs their values (weights): they are packed
+    into the program's data and are no longer inputs of the run.
     """
     entry = pick_entry(checked, kernel_name)
     flat = _Flattener(checked)
     flat.taken |= {d.name for d in entry.inputs + entry.outputs}
     flat.kernel(entry, {}, {}, 0)
-    return compile_units(entry, flat.units, cfg, Path(checked.path).name, profile, threads)
+    return compile_units(entry, flat.units, cfg, Path(checked.path).name, profile, threads, params)

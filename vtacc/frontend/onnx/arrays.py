@@ -1,0 +1,41 @@
+"""The layers' arithmetic in numpy, written from the math: convolution, pooling, averages.
+
+Used with float inputs for calibration and with integer-valued float64
+arrays by the int8 reference: int8 products summed over at most a few
+thousand terms stay far below 2**53, so float64 BLAS computes them exactly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def conv2d(x: np.ndarray, w: np.ndarray, stride: int, pad: int, groups: int) -> np.ndarray:
+    """NCHW input, OIHW weights, zero padding, ``groups`` channel groups."""
+    n, c, h, wd = x.shape
+    oc, icg, kh, kw = w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+    oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
+    cols = np.empty((n, c, kh, kw, oh, ow), dtype=xp.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            cols[:, :, i, j] = xp[:, :, i:i + stride * oh:stride, j:j + stride * ow:stride]
+    ocg = oc // groups
+    out = np.empty((n, oc, oh, ow), dtype=xp.dtype)
+    for g in range(groups):
+        part = cols[:, g * icg:(g + 1) * icg].reshape(n, icg * kh * kw, oh * ow)
+        weights = w[g * ocg:(g + 1) * ocg].reshape(ocg, icg * kh * kw)
+        out[:, g * ocg:(g + 1) * ocg] = np.einsum("ok,nkp->nop", weights, part, optimize=True).reshape(n, ocg, oh, ow)
+    return out
+
+
+def windows(x: np.ndarray, size: int, stride: int, pad: int, fill: float) -> np.ndarray:
+    """[N, C, OH, OW, size*size]: every pooling window, padding filled with ``fill``."""
+    n, c, h, w = x.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)), constant_values=fill)
+    oh, ow = (h + 2 * pad - size) // stride + 1, (w + 2 * pad - size) // stride + 1
+    out = np.empty((n, c, oh, ow, size * size), dtype=xp.dtype)
+    for i in range(size):
+        for j in range(size):
+            out[..., i * size + j] = xp[:, :, i:i + stride * oh:stride, j:j + stride * ow:stride]
+    return out

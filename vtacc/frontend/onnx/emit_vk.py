@@ -1,0 +1,125 @@
+"""A quantised network as a kernel-language file: one kernel per layer and a ``main`` that calls them.
+
+The weights, biases and per-channel shifts are ``main``'s parameters; their
+values come beside the text, as arrays (``vtacc net.vk --params net.npz``
+packs them into the program, as the importer does).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from .quantise import QLayer, QuantisedNetwork
+
+
+def _ident(name: str) -> str:
+    text = re.sub(r"[^A-Za-z0-9_]", "_", name).strip("_") or "t"
+    return ("t_" + text) if text[0].isdigit() else text
+
+
+def _type(dtype: str, shape) -> str:
+    return f"{dtype}[{', '.join(str(int(d)) for d in shape)}]"
+
+
+def _clip(expr: str, q: QLayer) -> str:
+    return expr if (q.low, q.high) == (-128, 127) and q.kind in ("maxpool", "avgpool", "gap") else \
+        f"clip({expr}, {q.low}, {q.high})"
+
+
+def _exp_text(e: int) -> str:
+    return f"2^{e}"
+
+
+def _describe(q: QLayer, qnet: QuantisedNetwork) -> str:
+    layer = q.layer
+    ins = ", ".join(_exp_text(e) for e in q.in_exps)
+    text = f"# {layer.name}: {' + '.join(layer.sources)}; input scale {ins}, output {_exp_text(q.out_exp)}"
+    if q.w_exps is not None:
+        lo, hi = int(q.w_exps.min()), int(q.w_exps.max())
+        text += f", weights {_exp_text(lo)}" + (f"..{_exp_text(hi)} per channel" if lo != hi else "")
+    seen = qnet.ranges.get(layer.output)
+    if seen is not None:
+        text += f"; calibration range +-{seen:.4g}"
+    return text
+
+
+def _kernel(q: QLayer, qnet: QuantisedNetwork, shapes: dict) -> tuple[str, list[tuple[str, str, np.ndarray]]]:
+    """The kernel's text and its weight parameters (suffix, declaration type, value)."""
+    layer = q.layer
+    out = _type("int8", layer.shape)
+    params: list[tuple[str, str, np.ndarray]] = []
+    xs = [f"x{i}" if len(layer.inputs) > 1 else "x" for i in range(len(layer.inputs))]
+    decls = [f"{n}: {_type('int8', shapes[t])}" for n, t in zip(xs, layer.inputs, strict=True)]
+    if q.kind in ("conv", "dense"):
+        params += [("w", _type("int8", q.weight.shape), q.weight), ("b", _type("int32", q.bias.shape), q.bias)]
+        if np.ndim(q.shift):
+            params.append(("s", _type("int32", np.shape(q.shift)), np.asarray(q.shift, dtype=np.int32)))
+        shift = "s" if np.ndim(q.shift) else str(int(q.shift))
+        if q.kind == "conv":
+            opts = "".join(f", {k}={v}" for k, v, d in (("stride", layer.stride, 1), ("pad", layer.pad, 0),
+                                                          ("groups", layer.groups, 1)) if v != d)
+            product = f"conv2d(x, w{opts})"
+        else:
+            product = "matmul(flatten(x), w)" if layer.flatten else "matmul(x, w)"
+        body = f"({product} + b)" + (f" >> {shift}" if shift != "0" else "")
+        expr = _clip(body, q)
+    elif q.kind == "maxpool":
+        expr = f"max_pool(x, {layer.size}, stride={layer.stride}, pad={layer.pad})"
+    elif q.kind == "avgpool":
+        expr = f"avg_pool(x, {layer.size}, stride={layer.stride}, pad={layer.pad})"
+    elif q.kind == "gap":
+        expr = "global_avg_pool(x)"
+    elif q.kind == "add":
+        terms = [f"({n} << {left})" if left else n for n, left in zip(xs, q.left, strict=True)]
+        total = " + ".join(terms)
+        if q.shift:
+            total = f"({total} + {1 << (q.shift - 1)}) >> {q.shift}"
+        expr = _clip(total, q)
+    else:  # clip
+        expr = _clip("x", q)
+    decls += [f"{suffix}: {kind}" for suffix, kind, _ in params]
+    text = (f"{_describe(q, qnet)}\nkernel {layer.name}({', '.join(decls)}) -> y: {out} {{\n"
+            f"    y = {expr}\n}}\n")
+    return text, params
+
+
+def emit_vk(qnet: QuantisedNetwork) -> tuple[str, dict[str, np.ndarray]]:
+    """The network as kernel-language text, and the values of ``main``'s weight parameters."""
+    net = qnet.network
+    shapes = net.shapes
+    parts = [f"# {net.name}, imported by vtacc: int8 with power-of-two scales (every requantisation a shift)\n"
+             f"# input '{net.input}' at scale 2^{qnet.input_exp}, output '{net.output}' at scale "
+             f"2^{qnet.output_exp}\n"]
+    for note in qnet.notes:
+        parts.append(f"# note: {note}\n")
+    values: dict[str, np.ndarray] = {}
+    local: dict[str, str] = {net.input: _ident(net.input)}
+    main_params = [f"{_ident(net.input)}: {_type('int8', shapes[net.input])}"]
+    lines = []
+    result = _ident(net.output)
+    taken = {local[net.input], result}
+    for q in qnet.layers:
+        layer = q.layer
+        args = [local[t] for t in layer.inputs]
+        if q.kind == "concat":
+            call = f"concat({', '.join(args)})"
+        else:
+            text, params = _kernel(q, qnet, shapes)
+            parts.append("\n" + text)
+            for suffix, kind, value in params:
+                name = f"{layer.name}_{suffix}"
+                main_params.append(f"{name}: {kind}")
+                values[name] = value
+                args.append(name)
+            call = f"{layer.name}({', '.join(args)})"
+        target = result if layer.output == net.output else _ident(f"t_{layer.name}")
+        while target in taken and layer.output != net.output:
+            target += "_"
+        taken.add(target)
+        local[layer.output] = target
+        lines.append(f"    {target} = {call}")
+    head = f"kernel main({', '.join(main_params)})\n    -> {result}: {_type('int8', shapes[net.output])} {{\n"
+    parts.append("\n" + head + "\n".join(lines) + "\n}\n")
+    return "".join(parts), values

@@ -1,0 +1,370 @@
+"""An ONNX graph as a list of VTA-sized float layers.
+
+Each layer is what one kernel will compute: a convolution or dense layer (its
+batch normalisation folded into the weights, its ReLU or Clip fused), a
+pooling, an addition or a channel concatenation. Identity, Flatten and
+flattening Reshapes only rename tensors; QuantizeLinear/DequantizeLinear pairs
+leave a scale hint on the tensor they quantise, and dequantised constants are
+folded into float weights. Everything the importer cannot map is refused with
+one line naming the node.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from vtasm.errors import ModelError
+
+from .graph import Graph, Node
+
+_RESERVED = {"kernel", "schedule", "main", "matmul", "dense", "conv2d", "max_pool", "sum_pool", "avg_pool",
+             "global_avg_pool", "flatten", "concat", "min", "max", "clip", "relu", "int8", "int32"}
+
+
+@dataclass
+class Layer:
+    """One kernel's worth of float computation."""
+
+    kind: str  # conv, dense, maxpool, avgpool, gap, add, concat, clip
+    name: str  # a kernel-language identifier
+    sources: list[str]  # the ONNX nodes folded into it
+    inputs: list[str]  # activation tensors read
+    output: str  # activation tensor written
+    shape: tuple[int, ...]  # of the output
+    weight: np.ndarray | None = None  # conv [OC, IC/g, KH, KW]; dense [O, K] (K in NCHW order when flattened)
+    bias: np.ndarray | None = None
+    stride: int = 1
+    pad: int = 0
+    groups: int = 1
+    size: int = 1  # pooling window
+    flatten: bool = False  # dense: reads its 4-D input flattened
+    low: float = -math.inf  # fused activation bounds (ReLU: 0)
+    high: float = math.inf
+
+
+@dataclass
+class Network:
+    """The layers in order, the model's input and output tensors, their shapes and the scale hints."""
+
+    name: str
+    layers: list[Layer]
+    input: str
+    output: str
+    shapes: dict[str, tuple[int, ...]]
+    hints: dict[str, float] = field(default_factory=dict)  # tensor -> scale given by a QDQ pair
+
+
+class _Lowering:
+    def __init__(self, graph: Graph):
+        self.g = graph
+        self.alias: dict[str, str] = {}
+        self.flat: set[str] = set()  # tensors that are flattened views of 4-D ones
+        self.layers: list[Layer] = []
+        self.by_output: dict[str, Layer] = {}
+        self.hints: dict[str, float] = {}
+        self.names: set[str] = set()
+        self.consts = dict(graph.constants)
+
+    def fail(self, node: Node, message: str) -> ModelError:
+        return ModelError(f"{node.where(self.g.name)}: {message}")
+
+    def canon(self, tensor: str) -> str:
+        while tensor in self.alias:
+            tensor = self.alias[tensor]
+        return tensor
+
+    def const(self, node: Node, tensor: str, what: str) -> np.ndarray:
+        if tensor not in self.consts:
+            raise self.fail(node, f"{what} '{tensor}' must be a constant (an initialiser)")
+        return np.asarray(self.consts[tensor], dtype=np.float64)
+
+    def activation(self, node: Node, tensor: str, flat_ok: bool = False) -> str:
+        t = self.canon(tensor)
+        if t in self.consts:
+            raise self.fail(node, f"input '{tensor}' is a constant; VTA layers read activations here")
+        if t in self.flat and not flat_ok:
+            raise self.fail(node, f"input '{tensor}' is a flattened tensor; only a Gemm or MatMul can read it")
+        return t
+
+    def fresh(self, base: str) -> str:
+        name = re.sub(r"[^A-Za-z0-9_]", "_", base).strip("_") or "layer"
+        if name[0].isdigit():
+            name = "l" + name
+        if name in _RESERVED:
+            name += "_layer"
+        name, n = name.lstrip("_") or "layer", 2
+        unique = name
+        while unique in self.names:
+            unique, n = f"{name}_{n}", n + 1
+        self.names.add(unique)
+        return unique
+
+    def add(self, layer: Layer) -> None:
+        self.layers.append(layer)
+        self.by_output[layer.output] = layer
+
+    def sole_consumer(self, tensor: str, node: Node) -> bool:
+        return [n.name for n in self.g.consumers(tensor)] == [node.name] and tensor not in self.g.outputs
+
+    def run(self) -> Network:
+        if len(self.g.inputs) != 1:
+            raise ModelError(f"{self.g.name}: the model has {len(self.g.inputs)} inputs "
+                             f"({', '.join(self.g.inputs)}); the importer takes one")
+        if len(self.g.outputs) != 1:
+            raise ModelError(f"{self.g.name}: the model has {len(self.g.outputs)} outputs; the importer takes one")
+        for node in self.g.nodes:
+            getattr(self, f"op_{node.op}")(node)
+        out = self.canon(self.g.outputs[0])
+        if out not in self.by_output:
+            raise ModelError(f"{self.g.name}: the output '{self.g.outputs[0]}' is not computed by any layer")
+        shapes = {k: v for k, v in self.g.shapes.items()}
+        for layer in self.layers:
+            shapes[layer.output] = layer.shape
+        return Network(self.g.name, self.layers, self.g.inputs[0], out, shapes, self.hints)
+
+    # -- renaming operators -------------------------------------------------------------------------------------
+    def op_Identity(self, node: Node) -> None:
+        if node.inputs[0] in self.consts:
+            self.consts[node.outputs[0]] = self.consts[node.inputs[0]]
+        self.alias[node.outputs[0]] = node.inputs[0]
+
+    def op_Flatten(self, node: Node) -> None:
+        t = self.activation(node, node.inputs[0])
+        shape = self.g.shapes[t]
+        axis = node.attrs.get("axis", 1) % max(len(shape), 1)
+        if axis != 1:
+            raise self.fail(node, f"Flatten with axis={node.attrs.get('axis')} is not supported (axis 1 only)")
+        self._flatten(node, t, shape)
+
+    def _flatten(self, node: Node, t: str, shape: tuple[int, ...]) -> None:
+        self.alias[node.outputs[0]] = t
+        if len(shape) == 4:
+            self.flat.add(t)
+        elif len(shape) != 2:
+            raise self.fail(node, f"flattening a rank-{len(shape)} tensor is not supported (rank 2 or 4)")
+
+    def op_Reshape(self, node: Node) -> None:
+        t = self.activation(node, node.inputs[0])
+        shape, out = self.g.shapes[t], self.g.shapes[node.outputs[0]]
+        if out == shape:
+            self.alias[node.outputs[0]] = t
+        elif len(out) == 2 and out[0] == shape[0] and out[1] == math.prod(shape[1:]):
+            self._flatten(node, t, shape)
+        else:
+            raise self.fail(node, f"Reshape from {list(shape)} to {list(out)} is not supported; only flattening "
+                                  "to [N, C*H*W] (or no change)")
+
+    def op_QuantizeLinear(self, node: Node) -> None:
+        scale, zero = self._qparams(node)
+        if node.inputs[0] in self.consts:
+            self.consts[node.outputs[0]] = self.consts[node.inputs[0]]  # a constant stays float until its DQ
+            self.alias[node.outputs[0]] = node.inputs[0]
+            return
+        t = self.activation(node, node.inputs[0], flat_ok=True)
+        if np.size(scale) != 1:
+            raise self.fail(node, "activations need one scale per tensor (per-tensor quantisation)")
+        self.hints[t] = float(np.ravel(scale)[0])
+        self.alias[node.outputs[0]] = t
+
+    def op_DequantizeLinear(self, node: Node) -> None:
+        scale, zero = self._qparams(node)
+        src = node.inputs[0]
+        if src in self.consts:
+            values = np.asarray(self.consts[src], dtype=np.float64)
+            if self.canon(src) == src and src in self.g.constants:  # stored integers: dequantise them
+                axis = node.attrs.get("axis", 1)
+                s = np.asarray(scale, dtype=np.float64)
+                if s.size > 1:
+                    shape = [1] * values.ndim
+                    shape[axis] = s.size
+                    s = s.reshape(shape)
+                values = (values - np.asarray(zero, dtype=np.float64).reshape(np.shape(s))) * s
+            self.consts[node.outputs[0]] = values
+            return
+        self.alias[node.outputs[0]] = self.activation(node, src, flat_ok=True)
+
+    def _qparams(self, node: Node) -> tuple[np.ndarray, np.ndarray]:
+        scale = self.const(node, node.inputs[1], "scale")
+        zero = np.asarray(self.consts[node.inputs[2]]) if len(node.inputs) > 2 and node.inputs[2] else np.zeros(1)
+        if np.any(zero != 0):
+            raise self.fail(node, "only symmetric quantisation (zero point 0) maps onto VTA's int8 arithmetic")
+        if np.any(scale <= 0):
+            raise self.fail(node, "scales must be positive")
+        return scale, zero
+
+    # -- layers ---------------------------------------------------------------------------------------------------
+    def op_Conv(self, node: Node) -> None:
+        x = self.activation(node, node.inputs[0])
+        w = self.const(node, node.inputs[1], "weight")
+        b = self.const(node, node.inputs[2], "bias") if len(node.inputs) > 2 and node.inputs[2] else None
+        a = node.attrs
+        if a.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
+            raise self.fail(node, "auto_pad is not supported; give explicit pads")
+        if any(d != 1 for d in a.get("dilations", [1, 1])):
+            raise self.fail(node, f"dilations {a['dilations']} are not supported (dilation 1 only)")
+        stride, pad = self._window(node, w.shape[2:])
+        if w.shape[2] != w.shape[3]:
+            raise self.fail(node, f"a {w.shape[2]}x{w.shape[3]} kernel is not square")
+        out = node.outputs[0]
+        self.add(Layer("conv", self.fresh(node.name), [node.name], [x], out, self.g.shapes[out], w,
+                       b if b is not None else np.zeros(w.shape[0]), stride, pad, int(a.get("group", 1))))
+
+    def _window(self, node: Node, kernel) -> tuple[int, int]:
+        a = node.attrs
+        strides = list(a.get("strides", [1] * len(kernel)))
+        pads = list(a.get("pads", [0] * 2 * len(kernel)))
+        if len(set(strides)) != 1:
+            raise self.fail(node, f"strides {strides} differ between height and width")
+        if len(set(pads)) != 1:
+            raise self.fail(node, f"pads {pads} are not the same on every side")
+        return int(strides[0]), int(pads[0])
+
+    def op_BatchNormalization(self, node: Node) -> None:
+        x = self.canon(node.inputs[0])
+        layer = self.by_output.get(x)
+        if layer is None or layer.kind != "conv" or layer.high != math.inf or layer.low != -math.inf \
+                or not self.sole_consumer(node.inputs[0], node):
+            raise self.fail(node, "BatchNormalization is folded into the convolution before it; this one does "
+                                  "not follow a Conv whose only consumer it is")
+        gamma, beta, mean, var = (self.const(node, t, "parameter") for t in node.inputs[1:5])
+        factor = gamma / np.sqrt(var + node.attrs.get("epsilon", 1e-5))
+        layer.weight = layer.weight * factor[:, None, None, None]
+        layer.bias = (layer.bias - mean) * factor + beta
+        self._rename(layer, node)
+
+    def _rename(self, layer: Layer, node: Node) -> None:
+        del self.by_output[layer.output]
+        layer.output = node.outputs[0]
+        layer.shape = self.g.shapes[layer.output]
+        layer.sources.append(node.name)
+        self.by_output[layer.output] = layer
+
+    def _activation(self, node: Node, low: float, high: float) -> None:
+        x = self.canon(node.inputs[0])
+        layer = self.by_output.get(x)
+        if layer is not None and layer.kind in ("conv", "dense", "add") and self.sole_consumer(node.inputs[0], node):
+            layer.low, layer.high = max(layer.low, low), min(layer.high, high)
+            self._rename(layer, node)
+            return
+        x = self.activation(node, node.inputs[0])
+        out = node.outputs[0]
+        self.add(Layer("clip", self.fresh(node.name), [node.name], [x], out, self.g.shapes[out], low=low,
+                       high=high))
+
+    def op_Relu(self, node: Node) -> None:
+        self._activation(node, 0.0, math.inf)
+
+    def op_Clip(self, node: Node) -> None:
+        low, high = node.attrs.get("min", -math.inf), node.attrs.get("max", math.inf)
+        if len(node.inputs) > 1 and node.inputs[1]:
+            low = float(self.const(node, node.inputs[1], "min"))
+        if len(node.inputs) > 2 and node.inputs[2]:
+            high = float(self.const(node, node.inputs[2], "max"))
+        self._activation(node, low, high)
+
+    def _pool(self, node: Node, kind: str) -> None:
+        x = self.activation(node, node.inputs[0])
+        a = node.attrs
+        kernel = list(a["kernel_shape"])
+        if len(set(kernel)) != 1:
+            raise self.fail(node, f"a {kernel} window is not square")
+        if a.get("ceil_mode", 0):
+            raise self.fail(node, "ceil_mode=1 is not supported")
+        if any(d != 1 for d in a.get("dilations", [1, 1])):
+            raise self.fail(node, "dilated pooling is not supported")
+        stride, pad = self._window(node, kernel)
+        size = kernel[0]
+        out = node.outputs[0]
+        h, w = self.g.shapes[x][2:]
+        if kind == "avgpool":
+            if size == h == w and pad == 0:
+                self.add(Layer("gap", self.fresh(node.name), [node.name], [x], out, self.g.shapes[out]))
+                return
+            if size * size & (size * size - 1):
+                raise self.fail(node, f"a {size}x{size} average divides by {size * size}, not a power of two "
+                                      "(VTA has no divider); only whole-image averages take any size")
+            if pad and not a.get("count_include_pad", 0):
+                raise self.fail(node, "padded averages need count_include_pad=1 (VTA divides by the whole window)")
+        if pad >= size:
+            raise self.fail(node, f"padding {pad} must be smaller than the {size}x{size} window")
+        self.add(Layer(kind, self.fresh(node.name), [node.name], [x], out, self.g.shapes[out], stride=stride,
+                       pad=pad, size=size))
+
+    def op_MaxPool(self, node: Node) -> None:
+        if len(node.outputs) > 1 and node.outputs[1]:
+            raise self.fail(node, "MaxPool's indices output is not supported")
+        self._pool(node, "maxpool")
+
+    def op_AveragePool(self, node: Node) -> None:
+        self._pool(node, "avgpool")
+
+    def op_GlobalAveragePool(self, node: Node) -> None:
+        x = self.activation(node, node.inputs[0])
+        out = node.outputs[0]
+        self.add(Layer("gap", self.fresh(node.name), [node.name], [x], out, self.g.shapes[out]))
+
+    def _dense(self, node: Node, x_name: str, w: np.ndarray, b: np.ndarray | None) -> None:
+        x = self.activation(node, x_name, flat_ok=True)
+        flat = x in self.flat
+        k = math.prod(self.g.shapes[x][1:])
+        if w.shape[1] != k:
+            raise self.fail(node, f"weight has {w.shape[1]} inputs, the input has {k}")
+        out = node.outputs[0]
+        if len(self.g.shapes[out]) != 2:
+            raise self.fail(node, f"output {list(self.g.shapes[out])} is not a matrix")
+        self.add(Layer("dense", self.fresh(node.name), [node.name], [x], out, self.g.shapes[out], w,
+                       b if b is not None else np.zeros(w.shape[0]), flatten=flat))
+
+    def op_Gemm(self, node: Node) -> None:
+        a = node.attrs
+        if a.get("transA", 0):
+            raise self.fail(node, "transA=1 is not supported")
+        w = self.const(node, node.inputs[1], "weight")
+        w = (w if a.get("transB", 0) else w.T) * a.get("alpha", 1.0)
+        b = None
+        if len(node.inputs) > 2 and node.inputs[2]:
+            b = np.broadcast_to(self.const(node, node.inputs[2], "bias"), (1, w.shape[0]))[0] * a.get("beta", 1.0)
+        self._dense(node, node.inputs[0], w, b)
+
+    def op_MatMul(self, node: Node) -> None:
+        self._dense(node, node.inputs[0], self.const(node, node.inputs[1], "weight").T, None)
+
+    def op_Add(self, node: Node) -> None:
+        a, b = (self.canon(t) for t in node.inputs)
+        if (a in self.consts) != (b in self.consts):  # a bias added after a MatMul or Conv
+            x, c = (b, a) if a in self.consts else (a, b)
+            layer = self.by_output.get(x)
+            if layer is None or layer.kind not in ("conv", "dense") or layer.low != -math.inf \
+                    or layer.high != math.inf or not self.sole_consumer(x, node):
+                raise self.fail(node, "adding a constant is supported only as the bias of the Conv or "
+                                      "Gemm/MatMul before it")
+            const = self.consts[c]
+            vector = np.broadcast_to(const, layer.shape).reshape(layer.shape[0], layer.shape[1], -1)
+            if not np.all(vector == vector[:1, :, :1]):
+                raise self.fail(node, "the constant added is not one value per channel")
+            layer.bias = layer.bias + vector[0, :, 0]
+            self._rename(layer, node)
+            return
+        xa, xb = self.activation(node, node.inputs[0]), self.activation(node, node.inputs[1])
+        if self.g.shapes[xa] != self.g.shapes[xb]:
+            raise self.fail(node, f"adding {list(self.g.shapes[xa])} and {list(self.g.shapes[xb])}: only tensors "
+                                  "of the same shape (no broadcasting)")
+        out = node.outputs[0]
+        self.add(Layer("add", self.fresh(node.name), [node.name], [xa, xb], out, self.g.shapes[out]))
+
+    def op_Concat(self, node: Node) -> None:
+        parts = [self.activation(node, t) for t in node.inputs]
+        rank = len(self.g.shapes[parts[0]])
+        if node.attrs.get("axis", 1) % rank != 1:
+            raise self.fail(node, f"Concat along axis {node.attrs.get('axis')} is not supported (channels, axis 1)")
+        out = node.outputs[0]
+        self.add(Layer("concat", self.fresh(node.name), [node.name], parts, out, self.g.shapes[out]))
+
+
+def lower(graph: Graph) -> Network:
+    """The graph's layers, or ModelError naming the first node the importer cannot map."""
+    return _Lowering(graph).run()

@@ -1,0 +1,64 @@
+"""The quantised network executed in numpy, integer for integer: what VTA must compute bit for bit.
+
+Written from the quantiser's definitions (quantise.QLayer), not from the
+compiler: accumulators are int32 (wrapping), shifts are arithmetic (rounding
+toward minus infinity), stores keep the low 8 bits.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vtacc.frontend.check_builtins import average_multiplier
+
+from .arrays import conv2d, windows
+from .quantise import QLayer, QuantisedNetwork
+
+
+def _wrap32(a: np.ndarray) -> np.ndarray:
+    return ((a.astype(np.int64) + 2**31) % 2**32 - 2**31).astype(np.int64)
+
+
+def _int8(a: np.ndarray) -> np.ndarray:
+    return ((a.astype(np.int64) + 128) % 256 - 128).astype(np.int8)
+
+
+def _per_channel(v: np.ndarray | int, rank: int) -> np.ndarray | int:
+    if np.ndim(v) == 0:
+        return int(v)
+    return np.asarray(v, dtype=np.int64).reshape((1, -1) + (1,) * (rank - 2))
+
+
+def run_int8(qnet: QuantisedNetwork, x: np.ndarray) -> dict[str, np.ndarray]:
+    """Every int8 tensor of the quantised network on the int8 input ``x``."""
+    values = {qnet.network.input: np.asarray(x, dtype=np.int8)}
+    for q in qnet.layers:
+        values[q.layer.output] = _int8(_layer(q, [values[t] for t in q.layer.inputs]))
+    return values
+
+
+def _layer(q: QLayer, ins: list[np.ndarray]) -> np.ndarray:
+    layer = q.layer
+    x = ins[0].astype(np.int64)
+    if q.kind in ("conv", "dense"):
+        if q.kind == "conv":
+            acc = conv2d(x.astype(np.float64), q.weight.astype(np.float64), layer.stride, layer.pad, layer.groups)
+        else:
+            acc = x.reshape(x.shape[0], -1).astype(np.float64) @ q.weight.astype(np.float64).T
+        acc = _wrap32(_wrap32(np.rint(acc)) + _per_channel(q.bias, acc.ndim))
+        return np.clip(acc >> _per_channel(q.shift, acc.ndim), q.low, q.high)
+    if q.kind == "maxpool":
+        return windows(x, layer.size, layer.stride, layer.pad, -128).max(axis=-1)
+    if q.kind == "avgpool":
+        area = layer.size * layer.size
+        return windows(x, layer.size, layer.stride, layer.pad, 0).sum(axis=-1) >> (area.bit_length() - 1)
+    if q.kind == "gap":
+        multiplier, shift = average_multiplier(x.shape[2] * x.shape[3])
+        return _wrap32(x.sum(axis=(2, 3), keepdims=True) * multiplier) >> shift
+    if q.kind == "add":
+        a, b = (v.astype(np.int64) << left for v, left in zip(ins, q.left, strict=True))
+        rounding = (1 << (q.shift - 1)) if q.shift > 0 else 0
+        return np.clip(_wrap32(a + b + rounding) >> q.shift, q.low, q.high)
+    if q.kind == "concat":
+        return np.concatenate(ins, axis=1)
+    return np.clip(x, q.low, q.high)  # clip
