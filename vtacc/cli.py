@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import sys
 from pathlib import Path
 
@@ -9,14 +10,19 @@ import click
 
 from vtasm.cli_support import config_option, refuse_overwriting, reports_errors, traceback_option
 from vtasm.config import resolve_config
-from vtasm.errors import UsageError
+from vtasm.errors import FormatError, UsageError
 from vtasm.fileio import write_atomic
 
-EMITS = ("asm", "checked", "schedule", "ir", "dump")
+EMITS = ("asm", "checked", "schedule", "ir", "dump", "vk")
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("source", type=click.Path(dir_okay=False))
+@click.option("--calibrate", type=click.Path(dir_okay=False), default=None, metavar="DATA.npy",
+              help="ONNX models: calibration inputs ([samples, ...input shape]) that set the int8 scales.")
+@click.option("--params", type=click.Path(dir_okay=False), default=None, metavar="WEIGHTS.npz",
+              help="Values of some entry-kernel inputs (the weights an ONNX import wrote beside its .vk), packed "
+                   "into the program.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False),
               help="Write assembly (.vasm) or, for a .vbin name, the assembled program (default: assembly on stdout).")
 @click.option("--kernel", "kernel_name",
@@ -24,7 +30,8 @@ EMITS = ("asm", "checked", "schedule", "ir", "dump")
                    "it calls are checked.")
 @click.option("--emit", type=click.Choice(EMITS), default="asm", show_default=True,
               help="Stage to print: the checked program, the tiled schedule, both ('ir'), the assembly, "
-                   "or the runtime's instruction dump.")
+                   "the runtime's instruction dump, or (ONNX models) the network as kernel language, its "
+                   "weights written beside it as .npz.")
 @click.option("--explain", is_flag=True,
               help="Report the tiling, buffer occupancy, counts, DRAM traffic, predicted cycles and bounds.")
 @click.option("--timing", "timing", default=None, metavar="PROFILE",
@@ -42,13 +49,13 @@ EMITS = ("asm", "checked", "schedule", "ir", "dump")
 @traceback_option
 @reports_errors
 @click.version_option(package_name="vta-toolchain")
-def main(source: str, output: str | None, kernel_name: str | None, emit: str, explain: bool, timing: str | None,
-         mem_latency: int | None, timing_sets: tuple[str, ...], roofline: str | None, roofline_threads: bool,
-         config_path: str | None) -> None:
-    """Compile SOURCE (.vk) for VTA.
+def main(source: str, calibrate: str | None, params: str | None, output: str | None, kernel_name: str | None,
+         emit: str, explain: bool, timing: str | None, mem_latency: int | None, timing_sets: tuple[str, ...],
+         roofline: str | None, roofline_threads: bool, config_path: str | None) -> None:
+    """Compile SOURCE (a .vk kernel file or an .onnx model) for VTA.
 
-    Exit codes: 0 success, 1 bad input (error at file:line:col), 2 usage error,
-    70 internal error.
+    Exit codes: 0 success, 1 bad input (error at file:line:col, or the model's
+    node), 2 usage error, 70 internal error.
     """
     from vtacc.frontend.check import load_kernels
     from vtasim.timing.profile import resolve_profile
@@ -65,14 +72,29 @@ def main(source: str, output: str | None, kernel_name: str | None, emit: str, ex
     if wants_binary and emit != "asm":
         raise UsageError(f"-o {output}: a .vbin holds the program; --emit {emit} prints text, "
                          "so give it a text file name or no -o")
-    checked = load_kernels(source, kernel_name)
+    values = None
+    if Path(source).suffix.lower() == ".onnx":
+        if kernel_name is not None or params is not None:
+            raise UsageError("--kernel and --params are for .vk files; an ONNX model compiles as a whole")
+        checked, values = _import(source, calibrate, emit, output)
+        if checked is None:
+            return
+        kernel_name = "main"
+    else:
+        if emit == "vk":
+            raise UsageError(f"--emit vk writes an ONNX model as kernel language; {source} is not an .onnx model")
+        if calibrate is not None:
+            raise UsageError("--calibrate quantises an ONNX model; a .vk file is already in integers")
+        checked = load_kernels(source, kernel_name)
+        if params is not None:
+            values = _read_params(params)
     if emit == "checked" and not explain:
         _write(output, _checked_text(checked, kernel_name))
         return
     from .program_builder import compile_file
 
     cfg = resolve_config(config_path)
-    compiled = compile_file(checked, cfg, kernel_name, profile)
+    compiled = compile_file(checked, cfg, kernel_name, profile, params=values)
     if roofline is not None:
         _draw_roofline(checked, cfg, kernel_name, profile, compiled, roofline, roofline_threads, source)
     if explain:  # beside the main output: on stdout when that goes to a file, else on stderr
@@ -99,7 +121,41 @@ def main(source: str, output: str | None, kernel_name: str | None, emit: str, ex
     else:
         from .emit import assembly
 
-        _write(output, assembly(compiled, Path(source).name, checked.source))
+        _write(output, assembly(compiled, Path(checked.path).name, checked.source))
+
+
+def _import(source: str, calibrate: str | None, emit: str, output: str | None):
+    """The model as a checked kernel file and its weights; with --emit vk, write those instead (then None)."""
+    import numpy as np
+
+    from vtacc.frontend.check import check_source
+    from vtacc.frontend.onnx import import_model
+
+    imported = import_model(source, calibrate)
+    click.echo(imported.report(), nl=False, err=True)
+    if emit == "vk":
+        if output is None or Path(output).suffix.lower() != ".vk":
+            raise UsageError("--emit vk writes two files, NAME.vk and its weights NAME.npz: give -o NAME.vk")
+        weights = Path(output).with_suffix(".npz")
+        refuse_overwriting(str(weights), source)
+        buffer = io.BytesIO()
+        np.savez(buffer, **imported.params)
+        write_atomic(weights, buffer.getvalue())
+        write_atomic(output, imported.source)
+        click.echo(f"wrote {output} and its weights {weights} (compile with: vtacc {output} --params {weights})",
+                   err=True)
+        return None, None
+    return check_source(imported.source, str(Path(source).with_suffix(".vk").name)), imported.params
+
+
+def _read_params(path: str) -> dict:
+    import numpy as np
+
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {k: data[k] for k in data.files}
+    except (OSError, ValueError) as exc:
+        raise FormatError(f"{path}: cannot read the weights ({' '.join(str(exc).split())[:120]})") from None
 
 
 def _draw_roofline(checked, cfg, kernel_name, profile, compiled, path: str, threads: bool, source: str) -> None:

@@ -26,11 +26,11 @@ class CompiledModel:
 
     @property
     def input_name(self) -> str:
-        return self.compiled.kernel.inputs[0].name
+        return self.imported.input_name
 
     @property
     def output_name(self) -> str:
-        return self.compiled.kernel.outputs[0].name
+        return self.imported.output_name
 
 
 def compile_imported(imported: Imported, cfg: VTAConfig, profile: Profile | None = None,

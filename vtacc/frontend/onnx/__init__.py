@@ -15,7 +15,7 @@ import numpy as np
 
 from vtasm.errors import ModelError
 
-from .emit_vk import emit_vk
+from .emit_vk import emit_vk, kernel_name
 from .graph import load_graph
 from .network import lower
 from .quantise import QuantisedNetwork, quantise
@@ -28,6 +28,15 @@ class Imported:
     qnet: QuantisedNetwork
     source: str
     params: dict[str, np.ndarray]
+
+    @property
+    def input_name(self) -> str:
+        """The program's input tensor (the model's input, named for the kernel language)."""
+        return kernel_name(self.qnet.network.input)
+
+    @property
+    def output_name(self) -> str:
+        return kernel_name(self.qnet.network.output)
 
     def report(self) -> str:
         """Each layer's scales and the calibration range, one line each."""

@@ -14,6 +14,11 @@ import numpy as np
 from .quantise import QLayer, QuantisedNetwork
 
 
+def kernel_name(name: str) -> str:
+    """An ONNX tensor name as a kernel-language name."""
+    return _ident(name)
+
+
 def _ident(name: str) -> str:
     text = re.sub(r"[^A-Za-z0-9_]", "_", name).strip("_") or "t"
     return ("t_" + text) if text[0].isdigit() else text
