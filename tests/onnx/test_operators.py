@@ -74,9 +74,11 @@ def _qdq_case():
     consts = {"wq": wq, "ws": np.full(16, 2.0**-8, np.float32), "s_in": np.array(2.0**-5, np.float32),
               "s_out": np.array(2.0**-3, np.float32), "z": np.array(0, np.int8),
               "zw": np.zeros(16, np.int8)}
-    nodes = [_node("QuantizeLinear", ["x", "s_in", "z"], ["xq"]), _node("DequantizeLinear", ["xq", "s_in", "z"], ["xd"]),
+    nodes = [_node("QuantizeLinear", ["x", "s_in", "z"], ["xq"]),
+             _node("DequantizeLinear", ["xq", "s_in", "z"], ["xd"]),
              _node("DequantizeLinear", ["wq", "ws", "zw"], ["wd"], axis=0), _conv("xd", "wd", "c"),
-             _node("QuantizeLinear", ["c", "s_out", "z"], ["cq"]), _node("DequantizeLinear", ["cq", "s_out", "z"], ["y"])]
+             _node("QuantizeLinear", ["c", "s_out", "z"], ["cq"]),
+             _node("DequantizeLinear", ["cq", "s_out", "z"], ["y"])]
     return nodes, X, consts
 
 
