@@ -1,0 +1,76 @@
+"""`vtacc MODEL.onnx`: the program, its kernel-language form, and bad models refused in one line."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from onnx import helper
+
+from ..vtacc.test_cli import tool
+from .models import save_model, tensor
+
+
+def _model(tmp_path, nodes=None, consts=None, shape=(1, 16, 4, 4)):
+    w = np.random.default_rng(0).normal(0, 0.2, (16, 16, 3, 3)).astype(np.float32)
+    nodes = nodes or [helper.make_node("Conv", ["x", "w"], ["c"], name="conv1", kernel_shape=[3, 3],
+                                       pads=[1, 1, 1, 1]),
+                      helper.make_node("Relu", ["c"], ["y"], name="relu1")]
+    path = save_model(tmp_path / "m.onnx", nodes, [tensor("x", list(shape))], [tensor("y", None)],
+                      {"w": w} if consts is None else consts)
+    np.save(tmp_path / "cal.npy", np.random.default_rng(1).normal(0, 1, (8,) + tuple(shape[1:])))
+    return path
+
+
+def test_model_and_its_kernel_language_give_the_same_program(tmp_path):
+    path = _model(tmp_path)
+    r = tool("vtacc", path, "--calibrate", tmp_path / "cal.npy", "-o", tmp_path / "a.vbin", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "conv1" in r.stderr and "calibration range" in r.stderr  # the import report: scales and ranges
+    r = tool("vtacc", path, "--calibrate", tmp_path / "cal.npy", "--emit", "vk", "-o", tmp_path / "m.vk",
+             cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    text = (tmp_path / "m.vk").read_text()
+    assert "kernel conv1(" in text and "kernel main(" in text and (tmp_path / "m.npz").exists()
+    r = tool("vtacc", tmp_path / "m.vk", "--params", tmp_path / "m.npz", "-o", tmp_path / "b.vbin", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "a.vbin").read_bytes() == (tmp_path / "b.vbin").read_bytes()
+
+
+def _refused(tmp_path, path, *args) -> str:
+    r = tool("vtacc", path, *args, "-o", tmp_path / "out.vbin", cwd=tmp_path)
+    assert r.returncode == 1, r.stderr
+    assert "Traceback" not in r.stderr and not (tmp_path / "out.vbin").exists()
+    lines = [line for line in r.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1, r.stderr
+    return lines[0]
+
+
+def test_wrong_calibration_shape(tmp_path):
+    path = _model(tmp_path)
+    np.save(tmp_path / "bad.npy", np.zeros((4, 3, 4, 4)))
+    line = _refused(tmp_path, path, "--calibrate", tmp_path / "bad.npy")
+    assert "do not match the input" in line and "[4, 3, 4, 4]" in line
+
+
+def test_float_model_without_calibration(tmp_path):
+    assert "--calibrate" in _refused(tmp_path, _model(tmp_path))
+
+
+def test_unsupported_operator(tmp_path):
+    nodes = [helper.make_node("Sigmoid", ["x"], ["y"], name="gate")]
+    line = _refused(tmp_path, _model(tmp_path, nodes, {}), "--calibrate", tmp_path / "cal.npy")
+    assert "node 'gate' (Sigmoid)" in line
+
+
+def test_weight_that_is_not_an_initialiser(tmp_path):
+    nodes = [helper.make_node("Conv", ["x", "x"], ["y"], name="selfconv", kernel_shape=[4, 4])]
+    line = _refused(tmp_path, _model(tmp_path, nodes, {}), "--calibrate", tmp_path / "cal.npy")
+    assert "node 'selfconv' (Conv)" in line and "constant" in line
+
+
+@pytest.mark.parametrize("attrs, words", [({"dilations": [2, 2]}, "dilation"),
+                                          ({"strides": [1, 2]}, "strides")])
+def test_unsupported_attributes_name_the_node(tmp_path, attrs, words):
+    nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="odd", kernel_shape=[3, 3], **attrs)]
+    line = _refused(tmp_path, _model(tmp_path, nodes, shape=(1, 16, 9, 9)), "--calibrate", tmp_path / "cal.npy")
+    assert "node 'odd' (Conv)" in line and words in line
