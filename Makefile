@@ -15,7 +15,14 @@ $(STAMP): pyproject.toml | $(BIN)/python
 
 demo: $(STAMP)
 	@mkdir -p out
-	@echo "== 1. ResNet-18 layer C8 with the conv_opt schedule: kernel -> assembly -> binary -> run =="
+	@echo "== 1. A CNN for scikit-learn's 8x8 digits: trained in numpy, exported to ONNX, quantised, run on vtasim =="
+	$(BIN)/python examples/digits/train.py out/digits
+	$(BIN)/vtacc out/digits/digits.onnx --calibrate out/digits/calibration.npy -o out/digits/digits.vbin
+	$(BIN)/vtacc out/digits/digits.onnx --calibrate out/digits/calibration.npy --emit vk -o out/digits/digits.vk
+	$(BIN)/python examples/digits/run.py out/digits
+	@echo "-- the network as kernel language: out/digits/digits.vk (weights: out/digits/digits.npz)"
+	@echo
+	@echo "== 2. ResNet-18 layer C8 with the conv_opt schedule: kernel -> assembly -> binary -> run =="
 	$(BIN)/vtacc examples/resnet_c8.vk --explain -o out/resnet_c8.vasm
 	$(BIN)/vtasm assemble out/resnet_c8.vasm -o out/resnet_c8.vbin
 	@$(BIN)/python examples/demo_data.py inputs c8 out
@@ -28,7 +35,7 @@ demo: $(STAMP)
 	$(BIN)/vtasim run out/resnet_c8.vbin --timing-only --timeline out/resnet_c8_timeline.png
 	@echo "-- its timeline: out/resnet_c8_timeline.png (a Perfetto trace: --timeline out/resnet_c8.json)"
 	@echo
-	@echo "== 2. The hand-written vector addition examples/vadd.vasm =="
+	@echo "== 3. The hand-written vector addition examples/vadd.vasm =="
 	$(BIN)/vtasm assemble examples/vadd.vasm -o out/vadd.vbin
 	@$(BIN)/python examples/demo_data.py inputs vadd out
 	$(BIN)/vtasim run out/vadd.vbin --input A=out/A.npy --input B=out/B.npy --output C=out/C.npy \
