@@ -1,0 +1,104 @@
+"""ResNet-18 from ONNX to vtasim: import, compile, run, check against numpy, chart each layer's time.
+
+    python examples/resnet18/run.py OUT_DIR [--chart FILE.png]
+
+OUT_DIR holds what build_resnet18.py wrote. The model is imported and
+quantised on calibration.npy and compiled as one program (the weights packed
+in); input.npy runs on vtasim and the logits are compared bit for bit with the
+numpy execution of the quantised network. The timing model (chisel-2019)
+gives each layer's time: the cycles from the end of the previous layer's last
+instruction to the end of its own (layers overlap a little in the pipeline).
+Exit 1 if the logits differ.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from vtacc.frontend.onnx.reference import run_int8
+from vtacc.model import CompiledModel, compile_model
+from vtasim.session import run_arrays
+from vtasm.config import default_config
+
+
+def layer_cycles(model: CompiledModel) -> list[tuple[str, int]]:
+    """(layer, cycles) in program order, each layer ending where its last instruction ends."""
+    compiled = model.compiled
+    timeline = compiled.timed.timeline
+    group_of = [e.group for e in compiled.generated.emitted]
+    ends: dict[str, int] = {}
+    order: list[str] = []
+    for planned in compiled.planned:
+        name = planned.op.kernel
+        if name not in ends:
+            order.append(name)
+            ends[name] = 0
+        for t in timeline.insns:
+            if group_of[t.index] is not None and group_of[t.index] in planned.groups:
+                ends[name] = max(ends[name], t.end)
+    out, previous = [], 0
+    for name in order:
+        out.append((name, max(0, ends[name] - previous)))
+        previous = max(previous, ends[name])
+    return out
+
+
+def draw(layers: list[tuple[str, int]], mhz: float, path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(12, 4.5))
+    names = [n for n, _ in layers]
+    ms = [c / mhz / 1000 for _, c in layers]
+    colours = ["#4c72b0" if "conv" in n else "#dd8452" if "add" in n else "#55a868" for n in names]
+    ax.bar(range(len(names)), ms, color=colours)
+    ax.set_xticks(range(len(names)), names, rotation=75, ha="right", fontsize=7)
+    ax.set_ylabel("time on VTA (ms)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(axis="y", alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--chart", type=Path, default=None)
+    args = parser.parse_args()
+    started = time.perf_counter()
+    model = compile_model(args.out / "resnet18.onnx", default_config(), args.out / "calibration.npy")
+    compile_s = time.perf_counter() - started
+    qnet = model.imported.qnet
+    x = qnet.quantise_input(np.load(args.out / "input.npy"))
+    started = time.perf_counter()
+    got, result = run_arrays(model.compiled.program, {model.input_name: x}, [model.output_name])
+    run_s = time.perf_counter() - started
+    logits = got[model.output_name]
+    exact = np.array_equal(logits, run_int8(qnet, x)[qnet.network.output])
+    profile = model.compiled.profile
+    layers = layer_cycles(model)
+    cycles = model.compiled.timed.report.cycles
+    print(f"resnet18: import + compile {compile_s:.1f} s, {len(model.compiled.program.instructions):,} "
+          f"instructions; vtasim run {run_s:.1f} s; logits {'bit-exact' if exact else 'DIFFER'} with numpy")
+    print(f"resnet18: {cycles:,} cycles on {profile.name} = {cycles / profile.clock_mhz / 1000:.1f} ms at "
+          f"{profile.clock_mhz:g} MHz")
+    for name, c in sorted(layers, key=lambda item: -item[1])[:5]:
+        print(f"  {name:<26} {c:>11,} cycles  {100 * c / cycles:5.1f} %")
+    if args.chart is not None:
+        draw(layers, profile.clock_mhz, args.chart,
+             f"ResNet-18 (random weights, int8) per layer on {profile.name}, {cycles / profile.clock_mhz / 1000:.1f}"
+             f" ms in all (vtacc + timing model)")
+        print(f"resnet18: per-layer chart {args.chart}")
+    return 0 if exact else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
