@@ -41,8 +41,15 @@ def _producer_text(p) -> str:
         if p.kh == p.kw == 1 and ih == iw == 1:
             return f"matmul {n} x {ic} by {ic} -> {oc}"
         groups = f", {p.groups} groups" if p.groups > 1 else ""
-        return (f"conv2d {p.kh}x{p.kw} stride {p.stride} pad {p.pad}{groups}, {ic} -> {oc} channels, "
+        if p.w.spread is not None:
+            g, width = p.w.spread
+            groups = (f", {g} groups of {p.w.logical[1]} channels on block-diagonal weight tiles {width} wide "
+                      f"({1 - p.useful_fraction:.1%} of the multiplies wasted on zeros)")
+        text = (f"conv2d {p.kh}x{p.kw} stride {p.stride} pad {p.pad}{groups}, {ic} -> {oc} channels, "
                 f"{ih}x{iw} -> {oh}x{ow}")
+        if p.w_data is not None:
+            text = f"global_avg_pool as a depthwise {text}"
+        return text
     if isinstance(p, PoolProducer):
         kind = "max pooling" if p.kind == "max" else "sum pooling (avg_pool: sum, then the shift)"
         return f"{kind} {p.size}x{p.size} stride {p.stride} pad {p.pad}"
