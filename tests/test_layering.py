@@ -23,12 +23,12 @@ PACKAGES = ("vtasm", "vtasim", "vtacc")
 RANKS = {
     "vtasm": {"isa": 0, "asm": 1, "formats": 1, "cli": 2},
     "vtasim": {"core": 0, "timing": 1, "cli": 2},
-    "vtacc": {"frontend": 0, "schedule": 1, "backend": 2, "driver": 3},
+    "vtacc": {"frontend": 0, "schedule": 1, "backend": 2, "driver": 3, "explore": 4, "cli": 5},
 }
 TOP_LEVEL = {
     "vtasm": {"cli": "cli", "cli_support": "cli", "*": "isa"},
     "vtasim": {"cli": "cli", "timing_cli": "cli", "*": "core"},
-    "vtacc": {"*": "driver"},
+    "vtacc": {"cli": "cli", "*": "driver"},
 }
 
 

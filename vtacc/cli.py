@@ -49,10 +49,12 @@ EMITS = ("asm", "checked", "schedule", "ir", "dump", "vk")
 @traceback_option
 @reports_errors
 @click.version_option(package_name="vta-toolchain")
-def main(source: str, calibrate: str | None, params: str | None, output: str | None, kernel_name: str | None,
+def compile_command(source: str, calibrate: str | None, params: str | None, output: str | None, kernel_name: str | None,
          emit: str, explain: bool, timing: str | None, mem_latency: int | None, timing_sets: tuple[str, ...],
          roofline: str | None, roofline_threads: bool, config_path: str | None) -> None:
     """Compile SOURCE (a .vk kernel file or an .onnx model) for VTA.
+
+    `vtacc explore SPEC.toml -o DIR` sweeps VTA variants instead (see `vtacc explore --help`).
 
     Exit codes: 0 success, 1 bad input (error at file:line:col, or the model's
     node), 2 usage error, 70 internal error.
@@ -187,6 +189,17 @@ def _write(output: str | None, text: str) -> None:
         write_atomic(output, text)
     else:
         sys.stdout.write(text)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """The `vtacc` command: `vtacc explore ...` runs a sweep, anything else compiles a file."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    if args and args[0] == "explore":
+        from vtacc.explore.cli import explore
+
+        explore.main(args[1:], prog_name="vtacc explore")
+    else:
+        compile_command.main(args, prog_name="vtacc")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -93,3 +93,7 @@ class UsageError(VtaError):
 
 class ModelError(VtaError):
     """A model file (ONNX) the importer cannot take; the message names the model and node."""
+
+
+class SpecError(VtaError):
+    """An exploration spec (``vtacc explore``) that cannot be used; the message names the file, line and key."""
