@@ -42,6 +42,10 @@ demo: $(STAMP)
 		--check-races --lint --trace-file out/vadd.trace
 	@$(BIN)/python examples/demo_data.py check vadd out
 	@echo "-- its trace: out/vadd.trace; its runtime-style listing: vtasm dump out/vadd.vbin --uops"
+	@echo
+	@echo "== 4. A design-space sweep on a local Dask cluster: two ResNet-18 layers over 16 VTA variants =="
+	$(BIN)/vtacc explore examples/explore/quick.toml -o out/explore
+	@echo "-- its table: out/explore/points.csv; its Pareto pictures: out/explore/pareto-memory.png, pareto-macs.png"
 
 test: $(STAMP)
 	$(BIN)/ruff check vtasm vtasim vtacc tests benchmarks examples

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import io
-import math
 from collections import defaultdict
 from pathlib import Path
 
@@ -66,14 +65,6 @@ def front_text(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _minor_label(value: float, _) -> str:
-    """Label the minor ticks 2 and 5 of each decade (the others stay unlabelled)."""
-    if value <= 0:
-        return ""
-    lead = round(value / 10 ** math.floor(math.log10(value) + 1e-9), 6)
-    return f"{value:g}" if lead in (2.0, 5.0) else ""
-
-
 def draw_fronts(rows: list[dict], directory: str | Path, title: str) -> list[Path]:
     """Draw ``pareto-memory.png`` and ``pareto-macs.png``: a panel per workload, a mark per point."""
     import matplotlib
@@ -113,8 +104,9 @@ def draw_fronts(rows: list[dict], directory: str | Path, title: str) -> list[Pat
             ax.xaxis.set_minor_locator(matplotlib.ticker.LogLocator(base=2, subs=(1.25, 1.75)))
             ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
             ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+            ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1.0, 2.0, 3.0, 5.0)))
             ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-            ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(_minor_label))
+            ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
             ax.tick_params(axis="both", labelsize=7, which="both")
             ax.set_title(f"{name} ({len(best)} of {len(mine)} on the front)", fontsize=9,
                          fontweight="bold" if name == ALL else "normal")

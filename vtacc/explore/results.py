@@ -65,37 +65,53 @@ def _csv_text(rows: list[dict], header: bool = True) -> str:
 
 
 class ResultTable:
-    """``DIR/points.csv`` for one spec: the finished rows, and an append handle for new ones."""
+    """``DIR/points.csv`` for one spec: the finished rows, and an append handle for new ones.
+
+    Nothing is written until the first row is added (or :meth:`write_parquet`), so
+    a sweep that cannot start leaves no files behind.
+    """
 
     def __init__(self, directory: str | Path, keys: set[str]):
         self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
         self.path = self.directory / "points.csv"
         existing, whole = _read(self.path)
         same_columns = not existing or list(existing[0]) == list(COLUMNS)
         kept = [r for r in existing if same_columns and r["key"] in keys and r["status"] != "failed"]
-        kept = list({r["key"]: r for r in kept}.values())
-        stale = [r for r in existing if r["key"] not in keys or not same_columns]
-        self.stale = len(stale)
-        if stale:
+        self._kept = list({r["key"]: r for r in kept}.values())
+        self._stale = [r for r in existing if r["key"] not in keys or not same_columns]
+        self._rewrite = not whole or len(self._kept) != len(existing)
+        self.stale = len(self._stale)
+        self.rows: dict[str, dict] = {r["key"]: typed(r) for r in self._kept}
+        self.resumed = len(self.rows)
+        self._file = None
+        self._writer = None
+
+    def _open(self) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        if self._stale:
             stale_path = self.directory / "points-stale.csv"
             old = stale_path.read_text(encoding="utf-8") if stale_path.exists() else ""
-            write_atomic(stale_path, old + _csv_text(stale, header=not old))
-        if not whole or len(kept) != len(existing):
-            write_atomic(self.path, _csv_text(kept))
-        self.rows: dict[str, dict] = {r["key"]: typed(r) for r in kept}
-        self.resumed = len(self.rows)
+            write_atomic(stale_path, old + _csv_text(self._stale, header=not old))
+        if self._rewrite:
+            write_atomic(self.path, _csv_text(self._kept))
         self._file = self.path.open("a", encoding="utf-8", newline="")
         self._writer = csv.DictWriter(self._file, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
 
     def add(self, row: dict) -> None:
         """Append one finished point and flush it to the file."""
+        if self._file is None:
+            self._open()
         self._writer.writerow(row)
         self._file.flush()
         self.rows[row["key"]] = typed({k: "" if v is None else v for k, v in row.items()})
 
     def close(self) -> None:
-        self._file.close()
+        """Close the file, bringing it up to date first (cut-off lines and stale rows gone)."""
+        if self._file is None and (self._rewrite or self._stale) and self.directory.exists():
+            self._open()
+        if self._file is not None:
+            self._file.close()
+            self._file = None
 
     def write_parquet(self) -> Path | None:
         """``points.parquet`` beside the CSV, where pyarrow is installed (else None)."""
@@ -104,6 +120,7 @@ class ResultTable:
             import pyarrow.parquet as pq
         except ImportError:
             return None
+        self.directory.mkdir(parents=True, exist_ok=True)
         path = self.directory / "points.parquet"
         table = pa.Table.from_pylist(list(self.rows.values()))
         buffer = pa.BufferOutputStream()

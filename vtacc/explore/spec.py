@@ -127,12 +127,19 @@ class _Lines:
         return f"{head}: {name} {key}".rstrip() if name or key else head
 
 
+# Modules of this room that never change a row's values (drawing, storing, scheduling, the command line).
+_NOT_IN_ROWS = {"pareto.py", "results.py", "sweep.py", "cli.py"}
+
+
 def fingerprint() -> str:
     """A digest of the toolchain's source: a point computed by other code is a different point."""
     digest = hashlib.sha256()
-    root = Path(__file__).resolve().parents[2]
+    here = Path(__file__).resolve().parent
+    root = here.parents[1]
     for package in ("vtasm", "vtasim", "vtacc"):
         for path in sorted((root / package).rglob("*")):
+            if path.parent == here and path.name in _NOT_IN_ROWS:
+                continue
             if path.suffix in (".py", ".lark", ".toml") and "__pycache__" not in path.parts:
                 digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes())
     return digest.hexdigest()
@@ -293,8 +300,8 @@ def load_spec(path: str | Path) -> Spec:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         m = re.search(r"\(at line (\d+), column (\d+)\)", str(exc))
-        where = f"{path}:{m.group(1)}:{m.group(2)}" if m else str(path)
-        raise SpecError(f"{where}: invalid TOML: {str(exc).split(' (at line')[0]}") from None
+        where = f"{path}:{m.group(1)}:{m.group(2)}" if m else f"{path}:{len(text.splitlines()) or 1}"
+        raise SpecError(f"{where}: invalid TOML: {re.sub(r' [(]at .*[)]$', '', str(exc))}") from None
     lines = _Lines(path, text)
     for key in data:
         if key not in _TOP_KEYS:

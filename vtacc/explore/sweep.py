@@ -40,7 +40,7 @@ def start_client(scheduler: str | None = None, workers: int | None = None):
         except (OSError, TimeoutError) as exc:
             raise UsageError(f"--scheduler {scheduler}: cannot reach a Dask scheduler there ({exc})") from None
     cluster = dd.LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1, processes=True,
-                              host="127.0.0.1", dashboard_address=None, silence_logs=logging.ERROR)
+                              host="127.0.0.1", dashboard_address="127.0.0.1:0", silence_logs=logging.ERROR)
     return dd.Client(cluster)
 
 
