@@ -127,3 +127,29 @@ def test_the_command_line_sweeps_then_resumes_with_nothing_to_do(tmp_path):
     assert second.returncode == 0, second.stderr
     assert "8 finished earlier, 0 to compute" in second.stderr
     assert (out / "points.csv").read_text() == table
+
+
+def test_ctrl_c_keeps_finished_rows_and_a_rerun_resumes(tmp_path):
+    import time
+
+    spec = Path(__file__).resolve().parents[3] / "examples" / "explore" / "quick.toml"  # 32 points of ~0.2 s
+    out = tmp_path / "results"
+    proc = subprocess.Popen([BIN / "vtacc", "explore", spec, "-o", out, "--workers", "2", "--no-progress",
+                             "--no-pictures"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:  # wait for some rows to land, then interrupt as Ctrl-C does
+        if (out / "points.csv").exists() and (out / "points.csv").read_text().count("\n") >= 4:
+            break
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    done = len(_csv_rows(out))
+    total = len(load_spec(spec).points)
+    assert proc.returncode == 130, stderr
+    assert "interrupted" in stderr and "run the same command again" in stderr
+    assert 3 <= done < total
+    again = subprocess.run([BIN / "vtacc", "explore", spec, "-o", out, "--workers", "2", "--no-progress",
+                            "--no-pictures"], capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr
+    assert f"{done} finished earlier, {total - done} to compute" in again.stderr
+    assert sorted(r["key"] for r in _csv_rows(out)) == sorted(p.key for p in load_spec(spec).points)
