@@ -4,17 +4,21 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from vtasm import isa
+from vtasm.columns import stream_columns
 from vtasm.encoding import Instruction
 from vtasm.program import Program
 
 from .alu import run_alu
 from .faults import fault
 from .gemm import run_gemm
+from .inorder import InOrderRun, counters
 from .loops import PlanCache
 from .memory import run_load, run_store
 from .pipeline import DEFAULT_MAX_OPS, Observer, Pipeline
+from .schedule import in_order
 from .state import MachineState, new_state
 
 COUNTERS = (
@@ -71,9 +75,13 @@ class Machine:
         self.state = new_state(program)
         self.counters = {k: 0 for k in COUNTERS}
         self.plans = PlanCache()
-        self.insns = [executable(i) for i in program.instructions]
-        runnable = dataclasses.replace(program, instructions=self.insns)
-        self.pipeline = Pipeline(runnable, self._execute, max_ops)
+        self.max_ops = max_ops
+
+    @cached_property
+    def pipeline(self) -> Pipeline:
+        """The three stages with their token queues (built when a run needs them, or an observer)."""
+        runnable = dataclasses.replace(self.program, instructions=[executable(i) for i in self.program.instructions])
+        return Pipeline(runnable, self._execute, self.max_ops)
 
     def observe(self, observer: Observer) -> None:
         self.pipeline.observers.append(observer)
@@ -104,18 +112,35 @@ class Machine:
         raise fault(index, insn, f"unknown opcode {insn.opcode}")
 
     def run(self) -> RunResult:
-        """Run to FINISH; raises SimFault on any fault."""
+        """Run to FINISH; raises SimFault on any fault.
+
+        A program that the pipeline would run in program order, watched by no
+        observer, runs without it (schedule.py, inorder.py): same results,
+        same counters, same faults.
+        """
+        if "pipeline" not in self.__dict__:
+            cols = stream_columns(self.program.instructions, self.program.config)
+            order = in_order(cols, self.max_ops)
+            if order is not None:
+                InOrderRun(self, cols).run()
+                self.counters = counters(cols)
+                return RunResult(self.state, dict(self.counters), _extras(order.stage_counts, order.ops_used,
+                                                                          order.max_depth))
         self.pipeline.run()
         p = self.pipeline
-        extras = {
-            "instructions": sum(p.stage_counts.values()),
-            "load_stage_instructions": p.stage_counts[isa.LOAD_STAGE],
-            "compute_stage_instructions": p.stage_counts[isa.COMPUTE_STAGE],
-            "store_stage_instructions": p.stage_counts[isa.STORE_STAGE],
-            "uop_executions": p.ops_used - sum(p.stage_counts.values()),
-            "max_queue_tokens": dict(p.max_depth),
-        }
-        return RunResult(self.state, dict(self.counters), extras)
+        return RunResult(self.state, dict(self.counters), _extras(p.stage_counts, p.ops_used, p.max_depth))
+
+
+def _extras(stage_counts: dict[str, int], ops_used: int, max_depth: dict[str, int]) -> dict:
+    """This simulator's figures beyond the reference counters."""
+    return {
+        "instructions": sum(stage_counts.values()),
+        "load_stage_instructions": stage_counts[isa.LOAD_STAGE],
+        "compute_stage_instructions": stage_counts[isa.COMPUTE_STAGE],
+        "store_stage_instructions": stage_counts[isa.STORE_STAGE],
+        "uop_executions": ops_used - sum(stage_counts.values()),
+        "max_queue_tokens": dict(max_depth),
+    }
 
 
 def run_program(program: Program, max_ops: int = DEFAULT_MAX_OPS) -> RunResult:

@@ -1,0 +1,269 @@
+"""Running a program that runs in program order, straight from its columns.
+
+When schedule.in_order says the pipeline would run the program in program
+order, nothing needs scheduling: this loop walks the stream once. Each
+instruction's fields come from the decoded columns as one short list (no
+Instruction objects), loads and stores of whole tiles are slices of DRAM and
+of a buffer, and a GEMM or ALU instruction is prepared once per distinct
+kernel (loop fields, micro-ops, operation): its indices are checked against
+the buffers and, where the executions walk the accumulator with constant
+steps, turned into strided views so the work is one numpy call. Whatever is
+unusual (micro-op loads, ACC_8BIT loads, overlapping stores, indices out of
+range, huge instructions run in chunks) goes through the units of
+memory.py, gemm.py and alu.py with the instruction itself, exactly as the
+pipeline would run it; faults are raised there.
+
+The profiler's counters depend only on the instruction fields, so they are
+summed over the whole stream before the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from numpy.lib.stride_tricks import as_strided
+
+from vtasm import isa
+from vtasm.columns import StreamColumns
+
+from .alu import ADD, MAX, MIN, MUL, SHR, _run, _strategy, run_alu
+from .gemm import _accumulate, run_gemm
+from .loops import CACHE_LANES, LoopPlan
+from .memory import run_load, run_store
+from .schedule import executions
+from .state import int_dtype
+
+LOAD, STORE, GEMM, ALU, FINISH = (isa.OPCODES[k] for k in ("load", "store", "gemm", "alu", "finish"))
+UOP, WGT, INP, ACC, OUT, ACC8 = (isa.MEM_TYPES[n] for n in ("uop", "wgt", "inp", "acc", "out", "acc8"))
+_MEM = ("memory_type", "sram_base", "dram_base", "y_size", "x_size", "x_stride", "y_pad_0", "y_pad_1",
+        "x_pad_0", "x_pad_1")
+_LOOP = ("uop_bgn", "uop_end", "iter_out", "iter_in", "dst_factor_out", "dst_factor_in", "src_factor_out",
+         "src_factor_in")
+FIELDS = {LOAD: _MEM, STORE: _MEM, GEMM: ("reset", *_LOOP, "wgt_factor_out", "wgt_factor_in"),
+          ALU: ("alu_opcode", "use_imm", "imm", *_LOOP)}
+_U64 = (1 << 64) - 1
+
+
+def _wrap32(values: np.ndarray) -> np.ndarray:
+    return ((values + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def counters(cols: StreamColumns) -> dict[str, int]:
+    """The reference profiler's counters for a run of the whole stream (as machine.Machine counts them)."""
+    cfg = cols.cfg
+    x, y, mem = cols.column("x_size"), cols.column("y_size"), cols.column("memory_type")
+    loads = cols.opcode == LOAD
+    size = {UOP: cfg.uop_elem_bytes, WGT: cfg.wgt_elem_bytes, INP: cfg.inp_elem_bytes, ACC: cfg.acc_elem_bytes,
+            ACC8: cfg.acc_elem_bytes}
+    out = {}
+    for key, types in (("inp_load_nbytes", (INP,)), ("wgt_load_nbytes", (WGT,)), ("acc_load_nbytes", (ACC, ACC8)),
+                       ("uop_load_nbytes", (UOP,))):
+        total = 0
+        for t in types:
+            rows = loads & (mem == t)
+            total += int((x[rows] * y[rows]).sum()) * size[t]
+        out[key] = total & _U64
+    stores = cols.opcode == STORE
+    out["out_store_nbytes"] = int((x[stores] * y[stores]).sum()) * cfg.out_elem_bytes & _U64
+    n = executions(cols)
+    counted = (cols.opcode == GEMM) & (cols.column("reset") == 0)
+    out["gemm_counter"] = int(_wrap32(n[counted]).sum()) & _U64
+    out["alu_counter"] = int(_wrap32(n[cols.opcode == ALU]).sum()) & _U64
+    return out
+
+
+def _rows(cols: StreamColumns) -> list[list[int] | None]:
+    """Each instruction's fields for its kind (FIELDS order), as Python ints."""
+    rows: list[list[int] | None] = [None] * len(cols)
+    for op, names in FIELDS.items():
+        index = np.flatnonzero(cols.opcode == op)
+        if index.size:
+            values = np.stack([cols.column(name)[index] for name in names], axis=1).tolist()
+            for i, row in zip(index.tolist(), values, strict=True):
+                rows[i] = row
+    return rows
+
+
+def _affine_view(buf: np.ndarray, plan: LoopPlan, name: str, uops: np.ndarray,
+                 f_out: int, f_in: int) -> np.ndarray | None:
+    """The elements ``name`` indices of a plan walk, as one strided view of ``buf``, or None."""
+    n_uops = plan.n_uops
+    if n_uops > 1:
+        steps = np.diff(uops)
+        if (steps != steps[0]).any() or steps[0] < 0:
+            return None
+        step = int(steps[0])
+    else:
+        step = 0
+    first = int(getattr(plan, name)[0]) if getattr(plan, name).size else 0
+    s0 = buf.strides[0]
+    return as_strided(buf[first:], shape=(plan.iter_out, plan.iter_in, n_uops, *buf.shape[1:]),
+                      strides=(f_out * s0, f_in * s0, step * s0, *buf.strides[1:]), writeable=True)
+
+
+def _imm_op(op: int, imm: int) -> Callable[[np.ndarray], None] | None:
+    """dst = op(dst, imm) in place on int32 lanes (wrapping as the hardware does), or None."""
+    if op == MIN:
+        return lambda d: np.minimum(d, imm, out=d)
+    if op == MAX:
+        return lambda d: np.maximum(d, imm, out=d)
+    if op == ADD:
+        return lambda d: np.add(d, imm, out=d)
+    if op == MUL:
+        return lambda d: np.multiply(d, imm, out=d)
+    if imm >= 0:
+        return lambda d: np.right_shift(d, imm & 31, out=d)
+    return lambda d: np.left_shift(d, -imm & 31, out=d)
+
+
+_TENSOR_OPS = {MIN: np.minimum, MAX: np.maximum, ADD: np.add, MUL: np.multiply}
+
+
+class InOrderRun:
+    """One run of a machine's program in program order (see the module docstring)."""
+
+    def __init__(self, machine, cols: StreamColumns):
+        self.machine = machine
+        self.state = machine.state
+        self.cols = cols
+        self.prepared: dict[tuple, Callable[[], None]] = {}
+        cfg = self.state.cfg
+        s = self.state
+        self.buffers = {INP: (s.inp_bytes, cfg.inp_elem_bytes), WGT: (s.wgt_bytes, cfg.wgt_elem_bytes),
+                        ACC: (s.acc_bytes, cfg.acc_elem_bytes)}
+        self.int32_acc = s.acc.dtype.itemsize == 4
+        self.out_dtype = int_dtype(cfg.out_width)
+        self.held = 0  # plan lanes the prepared kernels keep alive, bounded by CACHE_LANES
+
+    def insn(self, i: int):
+        """The instruction itself, as the units take it (built only for what needs it)."""
+        from .machine import executable
+
+        return executable(self.machine.program.instructions[i])
+
+    def run(self) -> None:
+        ops = self.cols.opcode.tolist()
+        rows = _rows(self.cols)
+        for i in range(len(ops) - 1):  # the last instruction is the FINISH
+            op = ops[i]
+            if op == ALU or op == GEMM:
+                key = (op, self.state.uop_generation, *rows[i])
+                work = self.prepared.get(key)
+                if work is None:
+                    work = self._prepare(i, op, rows[i], key)
+                work()
+            elif op == LOAD:
+                self._load(i, rows[i])
+            elif op == STORE:
+                self._store(i, rows[i])
+
+    # -- DMA -------------------------------------------------------------------
+    def _load(self, i: int, r: list[int]) -> None:
+        mtype, sram, dram_base, ys, xs, stride, yp0, yp1, xp0, xp1 = r
+        found = self.buffers.get(mtype)
+        if found is None or xs == 0:
+            run_load(self.state, i, self.insn(i))
+            return
+        buf, elem = found
+        ytot, xtot = yp0 + ys + yp1, xp0 + xs + xp1
+        end = sram + xtot * ytot
+        dram = self.state.dram
+        base, row, step = dram_base * elem, xs * elem, stride * elem
+        if end > buf.shape[0] or base + (ys - 1) * step + row > dram.size or (ys > 1 and step < row):
+            run_load(self.state, i, self.insn(i))
+            return
+        tile = buf[sram:end]
+        if ytot != ys or xtot != xs:
+            tile[...] = 0
+            tile = tile.reshape(ytot, xtot * elem)[yp0 : yp0 + ys, xp0 * elem : (xp0 + xs) * elem]
+        else:
+            tile = tile.reshape(ys, row)
+        if ys:
+            tile[...] = _dram_rows(dram, base, ys, row, step)
+        if mtype == WGT:
+            self.state.wgt_generation += 1
+
+    def _store(self, i: int, r: list[int]) -> None:
+        mtype, sram, dram_base, ys, xs, stride, yp0, yp1, xp0, xp1 = r
+        state = self.state
+        cfg = state.cfg
+        end = sram + xs * ys
+        elem = cfg.out_elem_bytes
+        base, row, step = dram_base * elem, xs * elem, stride * elem
+        if (mtype != OUT or xs == 0 or ys == 0 or yp0 or yp1 or xp0 or xp1 or end > cfg.acc_depth
+                or (ys > 1 and step < row) or base + (ys - 1) * step + row > state.dram.size):
+            run_store(state, i, self.insn(i))
+            return
+        values = state.acc[sram:end].astype(self.out_dtype)
+        _dram_rows(state.dram, base, ys, row, step)[...] = values.view(np.uint8).reshape(ys, row)
+
+    # -- GEMM and ALU ------------------------------------------------------------
+    def _prepare(self, i: int, op: int, r: list[int], key: tuple) -> Callable[[], None]:
+        """Run an instruction through its unit (checks and faults as in the pipeline), once.
+
+        Returns what runs the same kernel from then on, kept under ``key``
+        when the instruction has one whole plan.
+        """
+        state, plans = self.state, self.machine.plans
+        insn = self.insn(i)
+        unit = run_gemm if op == GEMM else run_alu
+        unit(state, i, insn, plans)
+        loops = r[1:5] if op == GEMM else r[3:7]
+        if loops[2] * loops[3] * (loops[1] - loops[0]) <= 0:
+            work = _nothing
+        elif plans.chunked(state, insn):
+            return _nothing  # ran in chunks; not kept (each run of it goes through its unit)
+        else:
+            plan = plans.whole(state, insn)
+            work = self._gemm_work(plan, r) if op == GEMM else self._alu_work(plan, r)
+            self.held += plan.lanes
+            if self.held > CACHE_LANES:
+                self.prepared.clear()
+                self.held = plan.lanes
+        self.prepared[key] = work
+        return _nothing  # this execution already ran
+
+    def _gemm_work(self, plan: LoopPlan, r: list[int]) -> Callable[[], None]:
+        state = self.state
+        if r[0]:  # reset
+            view = _affine_view(state.acc, plan, "dst", state.uop_dst[r[1] : r[2]], r[5], r[6])
+            if view is not None:
+                return lambda: view.fill(0)
+            dst = plan.dst
+            return lambda: state.acc.__setitem__(dst, 0)
+        return lambda: _accumulate(state, plan)
+
+    def _alu_work(self, plan: LoopPlan, r: list[int]) -> Callable[[], None]:
+        state = self.state
+        op, use_imm, imm = r[0], bool(r[1]), r[2]
+
+        def generic() -> None:
+            _run(state, plan, op, use_imm, imm)
+
+        if not self.int32_acc or _strategy(plan, op, use_imm) != "parallel":
+            return generic
+        dst = _affine_view(state.acc, plan, "dst", state.uop_dst[r[3] : r[4]], r[7], r[8])
+        if dst is None:
+            return generic
+        if use_imm:
+            apply = _imm_op(op, imm)
+            return lambda: apply(dst)
+        src = _affine_view(state.acc, plan, "src", state.uop_src[r[3] : r[4]], r[9], r[10])
+        if src is None or op == SHR:
+            return generic
+        ufunc = _TENSOR_OPS[op]
+        return lambda: ufunc(dst, src, out=dst)
+
+
+def _nothing() -> None:
+    return None
+
+
+def _dram_rows(dram: np.ndarray, base: int, rows: int, row: int, step: int) -> np.ndarray:
+    """A (rows, row) view of DRAM bytes from ``base`` every ``step`` bytes (all inside DRAM)."""
+    if rows == 1 or step == row:
+        return dram[base : base + rows * row].reshape(rows, row)
+    if base + rows * step <= dram.size:
+        return dram[base : base + rows * step].reshape(rows, step)[:, :row]
+    return as_strided(dram[base:], shape=(rows, row), strides=(step, 1))
