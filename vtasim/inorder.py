@@ -28,7 +28,7 @@ from vtasm import isa
 from vtasm.columns import StreamColumns
 
 from .alu import ADD, MAX, MIN, MUL, SHR, _run, _strategy, run_alu
-from .gemm import _accumulate, run_gemm
+from .gemm import _accumulate, _exact_float, _product_bound, run_gemm
 from .loops import CACHE_LANES, LoopPlan
 from .memory import run_load, run_store
 from .schedule import executions
@@ -232,7 +232,33 @@ class InOrderRun:
                 return lambda: view.fill(0)
             dst = plan.dst
             return lambda: state.acc.__setitem__(dst, 0)
-        return lambda: _accumulate(state, plan)
+        return self._gemm_one_weight(plan, r) or (lambda: _accumulate(state, plan))
+
+    def _gemm_one_weight(self, plan: LoopPlan, r: list[int]) -> Callable[[], None] | None:
+        """acc[dst] += inp[src] @ W^T as one product of strided views, when every execution uses the
+        same weight tile and walks inp and acc with constant steps to distinct accumulators."""
+        state = self.state
+        cfg = state.cfg
+        bound = _product_bound(cfg, 1)
+        if not self.int32_acc or bound >= 1 << 31 or plan.wgt.size == 0 or (plan.wgt != plan.wgt[0]).any():
+            return None
+        if np.unique(plan.dst).size != plan.dst.size:
+            return None
+        dst = _affine_view(state.acc, plan, "dst", state.uop_dst[r[1] : r[2]], r[5], r[6])
+        src = _affine_view(state.inp, plan, "src", state.uop_src[r[1] : r[2]], r[7], r[8])
+        if dst is None or src is None:
+            return None
+        ftype = _exact_float(cfg, 1)
+        tile = int(plan.wgt[0])
+        weights: list = [-1, None]  # (weight generation, W^T as floats)
+
+        def work() -> None:
+            if weights[0] != state.wgt_generation:
+                weights[:] = state.wgt_generation, state.wgt[tile].T.astype(ftype)
+            prod = src.reshape(-1, cfg.block_in).astype(ftype) @ weights[1]
+            dst[...] += prod.astype(np.int32).reshape(dst.shape)
+
+        return work
 
     def _alu_work(self, plan: LoopPlan, r: list[int]) -> Callable[[], None]:
         state = self.state

@@ -8,6 +8,9 @@ field by field and raise one FormatError line naming the first problem.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
+
+import numpy as np
 
 from vtasm.config import VTAConfig, config_from_dict
 from vtasm.errors import ConfigError, FormatError
@@ -238,15 +241,44 @@ def smap_to_json(source_map: dict[int, SourceLoc]) -> dict:
     return {"files": files, "entries": entries}
 
 
+def _plain_smap(entries: list, n_insns: int, files: list[str]) -> dict[int, SourceLoc] | None:
+    """The source map of well-formed entries, checked in bulk; None when any entry needs the detailed check.
+
+    Entries that share a file and line share one SourceLoc.
+    """
+    if not entries:
+        return {}
+    if set(map(type, entries)) != {list} or set(map(len, entries)) != {3}:
+        return None
+    if set(map(type, chain.from_iterable(entries))) != {int}:
+        return None
+    try:
+        table = np.array(entries, dtype=np.int64)
+    except OverflowError:
+        return None
+    if table.min() < 0 or table[:, 0].max() >= n_insns or table[:, 1].max() >= len(files):
+        return None
+    if (np.diff(table[:, 0]) <= 0).any():
+        return None
+    span = int(table[:, 2].max()) + 1
+    keys, which = np.unique(table[:, 1] * span + table[:, 2], return_inverse=True)
+    locs = [SourceLoc(files[k // span], k % span) for k in keys.tolist()]
+    return dict(zip(table[:, 0].tolist(), [locs[k] for k in which.tolist()], strict=True))
+
+
 def smap_from_json(value: object, n_insns: int, where: str) -> dict[int, SourceLoc]:
     """Check a SMAP JSON value and return the source map."""
     obj = get_object(value, where, ("files", "entries"))
     files = [
         get_str(f, f"{where} files[{i}]") for i, f in enumerate(get_list(obj["files"], f"{where} files"))
     ]
+    entries = get_list(obj["entries"], f"{where} entries")
+    fast = _plain_smap(entries, n_insns, files)
+    if fast is not None:
+        return fast
     out: dict[int, SourceLoc] = {}
     previous = -1
-    for i, item in enumerate(get_list(obj["entries"], f"{where} entries")):
+    for i, item in enumerate(entries):
         at = f"{where} entries[{i}]"
         entry = get_list(item, at)
         if len(entry) != 3:
