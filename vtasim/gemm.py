@@ -22,6 +22,8 @@ order of executions does not matter, the result is the same.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from vtasm.encoding import Instruction
@@ -32,7 +34,13 @@ from .state import MachineState
 
 MAX_IM2COL_CLASSES = 64  # weight-sequence classes handled as im2col products; more fall back to grouping
 MAX_IM2COL_WEIGHT_LANES = 1 << 22  # the classes' weight matrices together; larger ones are grouped
-_ROW_HASH = np.random.default_rng(0x5EED).integers(1, 1 << 62, 1 << 14, dtype=np.int64)  # wrapping dot = row hash
+ROW_HASH_TAPS = 1 << 14  # the longest weight sequence the row hash covers
+
+
+@lru_cache(maxsize=1)
+def _row_hash() -> np.ndarray:
+    """Random multipliers: a row's wrapping dot product with them is its hash (made on first use)."""
+    return np.random.default_rng(0x5EED).integers(1, 1 << 62, ROW_HASH_TAPS, dtype=np.int64)
 
 
 def _im2col_structure(plan: LoopPlan, tile_lanes: int) -> dict | None:
@@ -60,9 +68,9 @@ def _im2col_structure(plan: LoopPlan, tile_lanes: int) -> dict | None:
         first = np.zeros(1, dtype=np.int64)
     else:
         # classes of equal rows: unique row hashes, then an exact check of every row against its class
-        if taps > _ROW_HASH.size:
+        if taps > ROW_HASH_TAPS:
             return None
-        keys = w_grid @ _ROW_HASH[:taps]
+        keys = w_grid @ _row_hash()[:taps]
         _, first, classes = np.unique(keys, return_index=True, return_inverse=True)
         if len(first) > MAX_IM2COL_CLASSES or (w_grid[first][classes] != w_grid).any():
             return None
@@ -174,13 +182,13 @@ def _run_im2col(state: MachineState, plan: LoopPlan, lay: dict) -> None:
     rows = cfg.batch
     if lay["stacked_src"] is not None:
         k, d, _ = lay["stacked_src"].shape
-        x = np.take(state.inp, lay["stacked_src"], axis=0).astype(ftype)  # (K, D, T, B, BI)
+        x = np.take(state.inp_as(ftype), lay["stacked_src"], axis=0)  # (K, D, T, B, BI)
         x = x.transpose(0, 1, 3, 2, 4).reshape(k, d * rows, taps * cfg.block_in)
         prod = np.matmul(x, w).reshape(k * d, rows, cfg.block_out)
         _add_to_acc(state, lay["stacked_dst"], prod, bound)
         return
     for cls, (src, dst) in enumerate(zip(lay["src"], lay["dst"], strict=True)):
-        x = np.take(state.inp, src, axis=0).astype(ftype)  # (D, T, B, BI)
+        x = np.take(state.inp_as(ftype), src, axis=0)  # (D, T, B, BI)
         x = x.transpose(0, 2, 1, 3).reshape(src.shape[0] * rows, taps * cfg.block_in)
         prod = (x @ w[cls]).reshape(src.shape[0], rows, cfg.block_out)
         _add_to_acc(state, dst, prod, bound)
@@ -212,7 +220,7 @@ def _accumulate(state: MachineState, plan: LoopPlan) -> None:
         _run_im2col(state, plan, lay)
         return
     ftype = _exact_float(cfg, 1)
-    x = np.take(state.inp, lay["src"], axis=0).astype(ftype)  # (K, B, BI) in weight-group order
+    x = np.take(state.inp_as(ftype), lay["src"], axis=0)  # (K, B, BI) in weight-group order
     w = np.take(state.wgt, lay["weights"], axis=0).astype(ftype)  # (G, BO, BI)
     groups = lay["weights"].size
     if lay["equal"]:

@@ -183,6 +183,8 @@ class InOrderRun:
             tile[...] = _dram_rows(dram, base, ys, row, step)
         if mtype == WGT:
             self.state.wgt_generation += 1
+        elif mtype == INP:
+            self.state.inp_generation += 1
 
     def _store(self, i: int, r: list[int]) -> None:
         mtype, sram, dram_base, ys, xs, stride, yp0, yp1, xp0, xp1 = r
@@ -255,7 +257,7 @@ class InOrderRun:
         def work() -> None:
             if weights[0] != state.wgt_generation:
                 weights[:] = state.wgt_generation, state.wgt[tile].T.astype(ftype)
-            prod = src.reshape(-1, cfg.block_in).astype(ftype) @ weights[1]
+            prod = src.reshape(-1, cfg.block_in).astype(ftype) @ weights[1]  # a view: converting it is one pass
             dst[...] += prod.astype(np.int32).reshape(dst.shape)
 
         return work

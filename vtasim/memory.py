@@ -69,6 +69,8 @@ def run_load(state: MachineState, index: int, insn: Instruction) -> int:
         state.refresh_uops(base, end)
     elif mtype == WGT:
         state.wgt_generation += 1
+    elif mtype == INP:
+        state.inp_generation += 1
     counted = cfg.acc_elem_bytes if mtype == ACC8 else sram_elem
     return x_size * y_size * counted
 

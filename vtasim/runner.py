@@ -28,11 +28,8 @@ from .io import (
     dram_slice,
     write_files,
 )
-from .lint import Linter
 from .machine import Machine, RunResult
 from .pipeline import DEFAULT_MAX_OPS
-from .races import RaceChecker
-from .trace import Locator, jsonl_tracer, text_tracer, trace_header
 
 
 @dataclass
@@ -71,6 +68,10 @@ def simulate(program: Program, opts: RunOptions, trace_out: TextIO | None = None
         _check_inputs(program, opts)
     _check_outputs(program, opts, machine.state.dram)
     out = trace_out or sys.stdout
+    if opts.trace or opts.check_races or opts.lint:  # loaded only when asked for: start-up stays short
+        from .lint import Linter
+        from .races import RaceChecker
+        from .trace import Locator, jsonl_tracer, text_tracer, trace_header
     if opts.trace == "text":
         out.write(trace_header(program))
         locator = Locator(program) if opts.trace_source else None

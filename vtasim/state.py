@@ -42,6 +42,7 @@ class MachineState:
     uop_wgt: np.ndarray
     uop_generation: int = 0
     wgt_generation: int = 0
+    inp_generation: int = 0  # changes whenever inputs are loaded (inp_as caches a float copy per generation)
     # typed views, filled in __post_init__
     inp: np.ndarray = field(init=False)
     wgt: np.ndarray = field(init=False)
@@ -63,6 +64,13 @@ class MachineState:
             isa.MEM_TYPES["acc"]: self.acc_bytes,
             isa.MEM_TYPES["uop"]: self.uop_words.view(np.uint8).reshape(-1, 4),
         }.get(memory_type)
+
+    def inp_as(self, ftype: type) -> np.ndarray:
+        """The input buffer converted to ``ftype`` (cached until inputs are loaded again)."""
+        cached = self.__dict__.get("_inp_float")
+        if cached is None or cached[0] != self.inp_generation or cached[1].dtype != ftype:
+            cached = self.__dict__["_inp_float"] = (self.inp_generation, self.inp.astype(ftype))
+        return cached[1]
 
     def refresh_uops(self, start: int, stop: int) -> None:
         """Re-decode micro-op slots [start, stop) after their words changed."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -12,7 +13,9 @@ from vtasm.errors import UsageError
 from vtasm.program import Program
 
 from .timing.profile import BUILTIN, DEFAULT, Profile, resolve_profile
-from .timing.run import TimingResult, time_program
+
+if TYPE_CHECKING:
+    from .timing.run import TimingResult
 
 TIMELINE_SUFFIXES = (".json", ".png")
 
@@ -61,6 +64,8 @@ def timing_request(timing: str | None, timing_only: bool, mem_latency: int | Non
 
 def run_timing(program: Program, request: TimingRequest) -> TimingResult:
     """Time the program and write the timeline file if one was asked for."""
+    from .timing.run import time_program  # the timing model loads only when asked for
+
     assert request.profile is not None
     result = time_program(program, request.profile, record=request.timeline is not None)
     if request.timeline is not None:
