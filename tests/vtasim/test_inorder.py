@@ -13,7 +13,23 @@ from vtasm.encoding import Instruction
 
 from . import randprog
 from .builders import (
-    ACC, CONFIGS, CONFORMANCE, INP, MAX, UOP, WGT, Image, alu, chain, config, finish, gemm, load, nop, store, uops,
+    ACC,
+    CONFIGS,
+    CONFORMANCE,
+    INP,
+    MAX,
+    UOP,
+    WGT,
+    Image,
+    alu,
+    chain,
+    config,
+    finish,
+    gemm,
+    load,
+    nop,
+    store,
+    uops,
 )
 from .reference import COUNTERS
 from .test_conformance import CASES, check_against_expected, load_program
