@@ -85,10 +85,10 @@ def _kernel_program(reload_weights: bool):
     cfg = config("default")
     img = Image(cfg)
     rng = np.random.default_rng(3)
-    inp = img.add("inp", rng.integers(-128, 128, 64 * cfg.inp_elem_bytes, dtype=np.int8).tobytes())
-    wgt = img.add("wgt", rng.integers(-128, 128, 4 * cfg.wgt_elem_bytes, dtype=np.int8).tobytes())
-    acc = img.add("acc", rng.integers(-2**31, 2**31, 64 * cfg.batch * cfg.block_out, dtype=np.int32).tobytes())
-    out = img.add("out", bytes(64 * cfg.out_elem_bytes))
+    img.add("inp", rng.integers(-128, 128, 64 * cfg.inp_elem_bytes, dtype=np.int8).tobytes())
+    img.add("wgt", rng.integers(-128, 128, 4 * cfg.wgt_elem_bytes, dtype=np.int8).tobytes())
+    img.add("acc", rng.integers(-2**31, 2**31, 64 * cfg.batch * cfg.block_out, dtype=np.int32).tobytes())
+    img.add("out", bytes(64 * cfg.out_elem_bytes))
     body = [
         load(UOP, 0, img.uop_elem(), 4),
         load(INP, 0, img.elem("inp", INP), 32),
