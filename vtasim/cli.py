@@ -70,7 +70,7 @@ def run(program: str, config_path: str | None, inputs: tuple[str, ...], zero_inp
     if request.only:
         _refuse_with_timing_only(outputs, dram_dumps, out_dir, trace or trace_uops or trace_source
                                  or bool(trace_format) or bool(trace_file), check_races, lint)
-    prog = open_program(program, config_path)
+    prog = open_program(program, config_path, lazy_source_map=True)
     if timeline and same_file(timeline, program):
         raise UsageError(f"output file {timeline} is the program itself")
     if request.only:

@@ -88,11 +88,12 @@ def explicit_config(config_path: str | None) -> VTAConfig | None:
     return resolve_config(config_path) if config_path else None
 
 
-def open_program(path: str, config_path: str | None):
+def open_program(path: str, config_path: str | None, lazy_source_map: bool = False):
     """Load a .vbin or raw directory the way every CLI does.
 
     An explicit --config must match the program's own configuration; a raw
     directory without one uses --config, else ./vta_config.json, else the default.
+    ``lazy_source_map``: a .vbin's source map is read when first used (a run that never faults never reads it).
     """
     from pathlib import Path
 
@@ -100,7 +101,7 @@ def open_program(path: str, config_path: str | None):
 
     # ./vta_config.json matters only for a raw directory without its own configuration
     fallback = resolve_config(None) if Path(path).is_dir() else None
-    return load_program(path, explicit_config(config_path), fallback=fallback)
+    return load_program(path, explicit_config(config_path), fallback=fallback, lazy_source_map=lazy_source_map)
 
 
 def refuse_overwriting(output: str | None, source: str) -> None:

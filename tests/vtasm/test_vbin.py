@@ -315,3 +315,16 @@ def test_writer_refuses_what_the_reader_would_refuse():
     program.tensors = [TensorInfo("missing", "int8", (1, 16), (1, 16))]
     with pytest.raises(FormatError, match="cannot write .vbin.*no segment"):
         write_vbin(program)
+
+
+def test_a_lazy_source_map_reads_the_same_and_reports_the_same_problems():
+    data = write_vbin(sample())
+    eager, lazy = read_vbin(data), read_vbin(data, "p.vbin", lazy_source_map=True)
+    assert lazy.source_map == eager.source_map and dict(lazy.source_map) == eager.source_map
+    parts = payloads(data)
+    base = [(b"META", parts["META"]), (b"INSN", parts["INSN"]), (b"UOPS", parts["UOPS"]), (b"DATA", parts["DATA"])]
+    bad = build(base + [(b"SMAP", json.dumps({"files": ["a"], "entries": [[7, 0, 1]]}).encode())])
+    program = read_vbin(bad, "p.vbin", lazy_source_map=True)  # read: nothing looked at the map yet
+    with pytest.raises(FormatError) as info:
+        program.source_map.get(0)
+    assert info.value.render() == error(bad)

@@ -7,6 +7,7 @@ field by field and raise one FormatError line naming the first problem.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import chain
 
@@ -264,6 +265,30 @@ def _plain_smap(entries: list, n_insns: int, files: list[str]) -> dict[int, Sour
     keys, which = np.unique(table[:, 1] * span + table[:, 2], return_inverse=True)
     locs = [SourceLoc(files[k // span], k % span) for k in keys.tolist()]
     return dict(zip(table[:, 0].tolist(), [locs[k] for k in which.tolist()], strict=True))
+
+
+class LazySourceMap(Mapping):
+    """A SMAP chunk read on first use (a FormatError then if it is malformed): most runs never look."""
+
+    def __init__(self, payload: bytes, n_insns: int, where: str):
+        self._payload, self._n, self._where = payload, n_insns, where
+        self._map: dict[int, SourceLoc] | None = None
+
+    def _loaded(self) -> dict[int, SourceLoc]:
+        if self._map is None:
+            from .jsonfields import parse_json
+
+            self._map = smap_from_json(parse_json(self._payload, self._where), self._n, self._where)
+        return self._map
+
+    def __getitem__(self, index: int) -> SourceLoc:
+        return self._loaded()[index]
+
+    def __iter__(self):
+        return iter(self._loaded())
+
+    def __len__(self) -> int:
+        return len(self._loaded())
 
 
 def smap_from_json(value: object, n_insns: int, where: str) -> dict[int, SourceLoc]:

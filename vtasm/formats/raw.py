@@ -256,10 +256,12 @@ def export_raw(program: Program, directory: str | Path, overwrite: bool = False)
         raise FormatError(f"{d}: cannot write raw directory: {exc.strerror or exc}") from None
 
 
-def load_program(path: str | Path, cfg: VTAConfig | None = None, fallback: VTAConfig | None = None) -> Program:
+def load_program(path: str | Path, cfg: VTAConfig | None = None, fallback: VTAConfig | None = None,
+                 lazy_source_map: bool = False) -> Program:
     """Open a .vbin file or a raw directory; ``cfg`` (from --config) must match the program's.
 
-    ``fallback`` configures a raw directory whose layout has no config (see import_raw).
+    ``fallback`` configures a raw directory whose layout has no config (see
+    import_raw); ``lazy_source_map`` defers reading a .vbin's source map to its first use.
     """
     p = Path(path)
     if p.is_dir():
@@ -267,7 +269,7 @@ def load_program(path: str | Path, cfg: VTAConfig | None = None, fallback: VTACo
     data = read_bytes(p, "program")
     if not is_vbin(data):
         raise FormatError(f"{p}: not a .vbin file (bad magic) nor a raw directory")
-    program = read_vbin(data, str(p))
+    program = read_vbin(data, str(p), lazy_source_map)
     if cfg is not None:
         check_config_matches(program, cfg)
     return program

@@ -21,7 +21,7 @@ from vtasm.fileio import read_bytes, write_atomic
 from vtasm.program import Program, Segment
 
 from .jsonfields import parse_json
-from .meta import Meta, build_meta, meta_from_json, smap_from_json, smap_to_json
+from .meta import LazySourceMap, Meta, build_meta, meta_from_json, smap_from_json, smap_to_json
 
 MAGIC = b"VTA\x00VBIN"
 VERSION = 1
@@ -76,6 +76,7 @@ def _split_chunks(data: bytes, origin: str) -> dict[str, bytes]:
     if version != VERSION:
         raise FormatError(f"{origin}: unsupported .vbin format version {version} (this tool reads {VERSION})")
     pos = HEADER.size
+    view = memoryview(data)
     chunks: dict[str, bytes] = {}
     for k in range(count):
         if len(data) < pos + CHUNK_HEADER.size:
@@ -91,12 +92,12 @@ def _split_chunks(data: bytes, origin: str) -> dict[str, bytes]:
         end = start + length + _padding(length)
         if end > len(data):
             raise FormatError(f"{origin}: truncated: chunk {tag} is missing {end - len(data)} bytes")
-        payload = data[start : start + length]
+        payload = view[start : start + length]
         if zlib.crc32(payload) != crc:
             raise FormatError(f"{origin}: CRC mismatch in chunk {tag} (the file is corrupt)")
-        if any(data[start + length : end]):
+        if any(view[start + length : end]):
             raise FormatError(f"{origin}: chunk {tag}: padding bytes are not zero")
-        chunks[tag] = payload
+        chunks[tag] = payload if tag == "DATA" else bytes(payload)  # DATA is cut into segments, copied once
         pos = end
     for tag in CHUNK_ORDER[:REQUIRED_CHUNKS]:
         if tag not in chunks:
@@ -120,8 +121,12 @@ def _check_tag(raw_tag: bytes, index: int, seen: dict[str, bytes], origin: str) 
     return tag
 
 
-def read_vbin(data: bytes, origin: str = "<vbin>") -> Program:
-    """Parse and validate .vbin bytes into a Program (FormatError on any problem)."""
+def read_vbin(data: bytes, origin: str = "<vbin>", lazy_source_map: bool = False) -> Program:
+    """Parse and validate .vbin bytes into a Program (FormatError on any problem).
+
+    With ``lazy_source_map`` the SMAP chunk (its CRC checked here) is parsed
+    and checked only when the source map is first used.
+    """
     chunks = _split_chunks(bytes(data), origin)
     meta = meta_from_json(parse_json(chunks["META"], f"{origin}: META"), f"{origin}: META")
     _check_sizes(meta, chunks, origin)
@@ -131,9 +136,11 @@ def read_vbin(data: bytes, origin: str = "<vbin>") -> Program:
     uops = codec.decode_uops(uop_bytes)
     check_uops_kept(codec.encode_uops(uops), uop_bytes, f"{origin}: UOPS")
     blob = chunks["DATA"]
-    segments = [Segment(s.name, s.addr, blob[s.offset : s.offset + s.size], s.file) for s in meta.segments]
+    segments = [Segment(s.name, s.addr, bytes(blob[s.offset : s.offset + s.size]), s.file) for s in meta.segments]
     source_map = None
-    if "SMAP" in chunks:
+    if "SMAP" in chunks and lazy_source_map:
+        source_map = LazySourceMap(chunks["SMAP"], meta.n_insns, f"{origin}: SMAP")
+    elif "SMAP" in chunks:
         where = f"{origin}: SMAP"
         source_map = smap_from_json(parse_json(chunks["SMAP"], where), meta.n_insns, where)
     return Program(
