@@ -134,6 +134,7 @@ class InOrderRun:
                         ACC: (s.acc_bytes, cfg.acc_elem_bytes)}
         self.int32_acc = s.acc.dtype.itemsize == 4
         self.out_dtype = int_dtype(cfg.out_width)
+        self.out_elem, self.acc_depth = cfg.out_elem_bytes, cfg.acc_depth
         self.held = 0  # plan lanes the prepared kernels keep alive, bounded by CACHE_LANES
 
     def insn(self, i: int):
@@ -189,11 +190,10 @@ class InOrderRun:
     def _store(self, i: int, r: list[int]) -> None:
         mtype, sram, dram_base, ys, xs, stride, yp0, yp1, xp0, xp1 = r
         state = self.state
-        cfg = state.cfg
         end = sram + xs * ys
-        elem = cfg.out_elem_bytes
+        elem = self.out_elem
         base, row, step = dram_base * elem, xs * elem, stride * elem
-        if (mtype != OUT or xs == 0 or ys == 0 or yp0 or yp1 or xp0 or xp1 or end > cfg.acc_depth
+        if (mtype != OUT or xs == 0 or ys == 0 or yp0 or yp1 or xp0 or xp1 or end > self.acc_depth
                 or (ys > 1 and step < row) or base + (ys - 1) * step + row > state.dram.size):
             run_store(state, i, self.insn(i))
             return
