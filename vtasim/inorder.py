@@ -28,6 +28,7 @@ from vtasm import isa
 from vtasm.columns import StreamColumns
 
 from .alu import ADD, MAX, MIN, MUL, SHR, _run, _strategy, run_alu
+from .executable import executable
 from .gemm import _accumulate, _exact_float, _product_bound, run_gemm
 from .loops import CACHE_LANES, LoopPlan
 from .memory import run_load, run_store
@@ -139,8 +140,6 @@ class InOrderRun:
 
     def insn(self, i: int):
         """The instruction itself, as the units take it (built only for what needs it)."""
-        from .machine import executable
-
         return executable(self.machine.program.instructions[i])
 
     def run(self) -> None:

@@ -18,7 +18,7 @@ from vtasm import isa
 from vtasm.encoding import Instruction
 from vtasm.program import Program
 
-from .machine import executable
+from .executable import executable
 
 _OUT = isa.MEM_TYPES["out"]
 

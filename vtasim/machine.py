@@ -12,6 +12,7 @@ from vtasm.encoding import Instruction
 from vtasm.program import Program
 
 from .alu import run_alu
+from .executable import executable
 from .faults import fault
 from .gemm import run_gemm
 from .inorder import InOrderRun, counters
@@ -43,13 +44,6 @@ _U64 = (1 << 64) - 1
 def _wrap_int32(value: int) -> int:
     value &= 0xFFFFFFFF
     return value - (1 << 32) if value & 0x80000000 else value
-
-
-def executable(insn: Instruction) -> Instruction:
-    """An instruction as the hardware sees it: stray bits outside fields are ignored."""
-    if insn.kind == "raw" and insn.opcode in isa.KIND_BY_OPCODE:
-        return Instruction(isa.KIND_BY_OPCODE[insn.opcode].name, insn.fields)
-    return insn
 
 
 @dataclass

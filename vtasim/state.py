@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vtasm import isa
+from vtasm.columns import stream_bytes
 from vtasm.config import VTAConfig
 from vtasm.errors import FormatError
 from vtasm.program import Program
@@ -111,7 +112,7 @@ def new_state(program: Program) -> MachineState:
     codec = codec_for(cfg)
     uop_data = codec.encode_uops(program.uops)
     dram[program.uop_addr : program.uop_addr + len(uop_data)] = np.frombuffer(uop_data, dtype=np.uint8)
-    insn_data = codec.encode_stream(program.instructions)
+    insn_data = stream_bytes(program.instructions, cfg)
     dram[program.insn_addr : program.insn_addr + len(insn_data)] = np.frombuffer(insn_data, dtype=np.uint8)
     depth = cfg.uop_depth
     return MachineState(

@@ -212,8 +212,15 @@ def _raise_range(insns: list[Instruction], first: int, cfg: VTAConfig) -> None:
     raise AssertionError("a field out of range was found but not reported")  # pragma: no cover
 
 
+def stream_bytes(instructions: Sequence[Instruction], cfg: VTAConfig) -> bytes:
+    """The encoded stream: kept from decoding, or encoded field by field."""
+    if isinstance(instructions, InstructionList) and instructions.columns.cfg == cfg:
+        return instructions.data
+    return encode_instructions(instructions, cfg)
+
+
 def stream_columns(instructions: Sequence[Instruction], cfg: VTAConfig) -> StreamColumns:
     """The columns of any instruction sequence: kept from decoding, or decoded from its encoded bytes."""
     if isinstance(instructions, InstructionList) and instructions.columns.cfg == cfg:
         return instructions.columns
-    return decode_columns(encode_instructions(instructions, cfg), cfg)
+    return decode_columns(stream_bytes(instructions, cfg), cfg)

@@ -154,18 +154,14 @@ class Codec:
         return insn
 
     def encode_stream(self, insns: Sequence[Instruction]) -> bytes:
-        """A whole stream's bytes, encoded field by field (vtasm.columns; equal to encode on each)."""
-        from .columns import InstructionList, encode_instructions
+        """A whole stream's bytes, one instruction at a time (vtasm.columns does it field by field)."""
+        return b"".join(self.encode(insn, f"instruction {i}") for i, insn in enumerate(insns))
 
-        if isinstance(insns, InstructionList) and insns.columns.cfg == self.cfg:
-            return insns.data
-        return encode_instructions(insns, self.cfg)
-
-    def decode_stream(self, data: bytes) -> Sequence[Instruction]:
-        """A whole stream decoded at once (vtasm.columns; equal to decode on each 16 bytes)."""
-        from .columns import decode_stream
-
-        return decode_stream(data, self.cfg)
+    def decode_stream(self, data: bytes) -> list[Instruction]:
+        """A whole stream decoded one instruction at a time (vtasm.columns does it field by field)."""
+        if len(data) % 16:
+            raise EncodeError(f"instruction stream of {len(data)} bytes is not a multiple of 16")
+        return [self.decode(data[i : i + 16]) for i in range(0, len(data), 16)]
 
     # -- micro-ops -----------------------------------------------------------
     def encode_uop(self, uop: MicroOp, where: str = "") -> bytes:

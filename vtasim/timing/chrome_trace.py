@@ -19,8 +19,8 @@ from vtasm.fileio import write_atomic
 from vtasm.formats.dump import format_header
 from vtasm.program import Program
 
+from ..executable import executable
 from ..inputs import dram_rows
-from ..machine import executable
 from ..trace import Locator
 from .engine import InsnTime
 from .plan import CLIENTS, EXEC, FINISH, MODULES, QUEUES, READ, SYNC, WRITE, Work

@@ -18,6 +18,7 @@ import json
 import re
 from pathlib import Path, PurePosixPath, PureWindowsPath
 
+from vtasm.columns import decode_stream, stream_bytes
 from vtasm.config import VTAConfig, config_from_dict, default_config
 from vtasm.encoding import codec_for
 from vtasm.errors import ConfigError, FormatError
@@ -112,7 +113,7 @@ def import_raw(directory: str | Path, cfg: VTAConfig | None = None,
         raise FormatError(
             f"{d / insn_file}: {len(insn_data)} bytes is not a whole number of 16-byte instructions"
         )
-    instructions = codec.decode_stream(insn_data)
+    instructions = decode_stream(insn_data, codec.cfg)
 
     uop_file = get_str(layout.get("uop_file", DEFAULT_UOP_FILE), f"{where} uop_file")
     uop_path = inside(d, uop_file, f"{where} uop_file")
@@ -228,7 +229,7 @@ def export_raw(program: Program, directory: str | Path, overwrite: bool = False)
     """
     d = Path(directory)
     codec = codec_for(program.config)
-    files: list[tuple[str, bytes]] = [(program.insn_file, codec.encode_stream(program.instructions))]
+    files: list[tuple[str, bytes]] = [(program.insn_file, stream_bytes(program.instructions, program.config))]
     if program.uops:
         files.append((program.uop_file, codec.encode_uops(program.uops)))
     files += [(seg.file_name, seg.data) for seg in program.segments]

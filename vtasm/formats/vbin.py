@@ -14,6 +14,7 @@ import struct
 import zlib
 from pathlib import Path
 
+from vtasm.columns import decode_stream, stream_bytes
 from vtasm.config import LOG_KEYS, VTAConfig
 from vtasm.encoding import codec_for
 from vtasm.errors import FormatError
@@ -44,7 +45,7 @@ def _padding(n: int) -> int:
 def write_vbin(program: Program) -> bytes:
     """The .vbin bytes of a program (deterministic)."""
     codec = codec_for(program.config)
-    insn = codec.encode_stream(program.instructions)
+    insn = stream_bytes(program.instructions, program.config)
     uops = codec.encode_uops(program.uops)
     data = b"".join(seg.data for seg in program.segments)
     meta = build_meta(program)
@@ -132,7 +133,7 @@ def read_vbin(data: bytes, origin: str = "<vbin>", lazy_source_map: bool = False
     _check_sizes(meta, chunks, origin)
     codec = codec_for(meta.config)
     insn_bytes, uop_bytes = chunks["INSN"], chunks["UOPS"]
-    instructions = codec.decode_stream(insn_bytes)
+    instructions = decode_stream(insn_bytes, meta.config)
     uops = codec.decode_uops(uop_bytes)
     check_uops_kept(codec.encode_uops(uops), uop_bytes, f"{origin}: UOPS")
     blob = chunks["DATA"]
