@@ -99,10 +99,17 @@ def _im2col_layout(plan: LoopPlan, tile_lanes: int) -> dict | None:
         "taps": taps,
         "weights": plan.wgt[order].reshape(-1, taps)[st["first"]],  # (K, T): each class's weight sequence
         "src": [src_grid[g] for g in groups],  # per class (D_k, T)
-        "dst": [dsts[g] for g in groups],
+        "dst": [as_range(dsts[g]) for g in groups],
         "stacked_src": np.stack([src_grid[g] for g in groups]) if st["equal"] else None,
-        "stacked_dst": np.concatenate([dsts[g] for g in groups]),
+        "stacked_dst": as_range(np.concatenate([dsts[g] for g in groups])),
     }
+
+
+def as_range(index: np.ndarray) -> np.ndarray | slice:
+    """A slice when the indices are consecutive and ascending (a slice updates in place, without gathering)."""
+    if index.size and int(index[-1]) - int(index[0]) == index.size - 1 and (np.diff(index) == 1).all():
+        return slice(int(index[0]), int(index[-1]) + 1)
+    return index
 
 
 def _gemm_layout(plan: LoopPlan, tile_lanes: int) -> dict:
@@ -131,7 +138,7 @@ def _gemm_layout(plan: LoopPlan, tile_lanes: int) -> dict:
         "equal": bool(counts.size and (counts == counts[0]).all()),
         "group": int(counts[0]) if counts.size else 0,
         "unique_dst": d_starts.size == d2.size,
-        "dst": dst_sorted,
+        "dst": as_range(dst_sorted) if d_starts.size == d2.size else dst_sorted,
         "by_dst": by_dst,
         "dst_starts": d_starts,
         "dst_unique_values": d2[d_starts],
@@ -182,8 +189,15 @@ def _run_im2col(state: MachineState, plan: LoopPlan, lay: dict) -> None:
     rows = cfg.batch
     if lay["stacked_src"] is not None:
         k, d, _ = lay["stacked_src"].shape
-        x = np.take(state.inp_as(ftype), lay["stacked_src"], axis=0)  # (K, D, T, B, BI)
-        x = x.transpose(0, 1, 3, 2, 4).reshape(k, d * rows, taps * cfg.block_in)
+        cached = plan.extra.get("im2col_x")
+        if cached is not None and cached[0] == state.inp_generation:
+            x = cached[1]  # the same inputs gathered for this kernel already: reuse them
+        else:
+            x = np.take(state.inp_as(ftype), lay["stacked_src"], axis=0)  # (K, D, T, B, BI)
+            x = x.transpose(0, 1, 3, 2, 4).reshape(k, d * rows, taps * cfg.block_in)
+            if cached is None:
+                plan.lanes += x.size * x.itemsize // 8
+            plan.extra["im2col_x"] = (state.inp_generation, x)
         prod = np.matmul(x, w).reshape(k * d, rows, cfg.block_out)
         _add_to_acc(state, lay["stacked_dst"], prod, bound)
         return

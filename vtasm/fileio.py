@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -39,6 +38,8 @@ def write_atomic(path: str | Path, data: bytes | str) -> None:
             what = "is not a directory" if p.parent.exists() else "does not exist"
             raise FormatError(f"{path}: cannot write: {p.parent} {what}")
         mode = p.stat().st_mode & 0o7777 if p.exists() else 0o666 & ~_umask()
+        import tempfile  # imported when a file is written: start-up stays short
+
         fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
     except OSError as exc:
         raise FormatError(f"{path}: cannot write: {exc.strerror or exc}") from None

@@ -12,15 +12,19 @@ from __future__ import annotations
 import dataclasses
 import sys
 from dataclasses import dataclass, fields
-from importlib import resources
+from functools import cache
 from pathlib import Path
 
 from vtasm.errors import ConfigError
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
+
+def _toml():
+    """The TOML reader (imported on first use: runs without timing never need it)."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
+    return tomllib
 
 BUILTIN = ("chisel-2019", "chisel-2021", "hls")
 DEFAULT = "chisel-2019"
@@ -85,13 +89,12 @@ def _attr(section: str, key: str) -> str:
 def _key_of(attr: str) -> str:
     """The ``section.key`` spelling of an attribute (for messages and --set)."""
     for section in _SECTIONS:
-        for key in _KEYS.get(section, ()):
+        for key in _keys().get(section, ()):
             if _attr(section, key) == attr:
                 return f"{section}.{key}"
     return attr
 
 
-_KEYS: dict[str, list[str]] = {}
 
 
 def _flatten(data: dict, origin: str) -> dict:
@@ -142,27 +145,37 @@ def _check(values: dict, origin: str) -> Profile:
 
 def _parse(text: str, origin: str) -> dict:
     try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+        data = _toml().loads(text)
+    except _toml().TOMLDecodeError as exc:
         raise ConfigError(f"{origin}: invalid TOML: {exc}") from None
     return _flatten(data, origin)
 
 
-for _section in _SECTIONS:
-    _KEYS[_section] = []
-_BUILTIN_TEXT = {name: resources.files(__package__).joinpath(f"profiles/{name}.toml").read_text("utf-8")
-                 for name in BUILTIN}
-for _name, _text in _BUILTIN_TEXT.items():
-    for _section, _value in tomllib.loads(_text).items():
-        if isinstance(_value, dict):
-            _KEYS[_section] = sorted(set(_KEYS[_section]) | set(_value))
+@cache
+def _builtin_text() -> dict[str, str]:
+    """The built-in profiles' TOML, read on first use (a run without timing never reads them)."""
+    from importlib import resources
+
+    return {name: resources.files(__package__).joinpath(f"profiles/{name}.toml").read_text("utf-8")
+            for name in BUILTIN}
+
+
+@cache
+def _keys() -> dict[str, list[str]]:
+    """The keys of each section, as the built-in profiles name them."""
+    keys: dict[str, list[str]] = {section: [] for section in _SECTIONS}
+    for text in _builtin_text().values():
+        for section, value in _toml().loads(text).items():
+            if isinstance(value, dict):
+                keys[section] = sorted(set(keys[section]) | set(value))
+    return keys
 
 
 def load_profile(spec: str | None = None) -> Profile:
     """A built-in profile by name, or a TOML file by path (default: chisel-2019)."""
     spec = spec or DEFAULT
-    if spec in _BUILTIN_TEXT:
-        return _check(_parse(_BUILTIN_TEXT[spec], f"profile {spec}"), f"profile {spec}")
+    if spec in BUILTIN:
+        return _check(_parse(_builtin_text()[spec], f"profile {spec}"), f"profile {spec}")
     path = Path(spec)
     if not path.is_file():
         raise ConfigError(f"{spec}: no such profile (built in: {', '.join(BUILTIN)}; or a .toml file)")
@@ -181,11 +194,11 @@ def parse_override(text: str) -> tuple[str, float | int]:
     key, raw = key.strip(), raw.strip()
     if "." in key:
         section, _, sub = key.partition(".")
-        if section not in _SECTIONS or sub not in _KEYS.get(section, ()):
+        if section not in _SECTIONS or sub not in _keys().get(section, ()):
             raise ConfigError(f"--set {text}: unknown profile key {key}")
         attr = _attr(section, sub)
     else:
-        matches = [(s, k) for s in _SECTIONS for k in _KEYS[s] if k == key] + (
+        matches = [(s, k) for s in _SECTIONS for k in _keys()[s] if k == key] + (
             [("", key)] if key == "clock_mhz" else [])
         if len(matches) != 1:
             known = "unknown" if not matches else "ambiguous (" + ", ".join(f"{s}.{k}" for s, k in matches) + ")"
@@ -218,7 +231,7 @@ def with_overrides(profile: Profile, overrides: dict[str, float | int]) -> Profi
 
 def profile_keys() -> list[str]:
     """Every ``section.key`` a profile has, for help texts."""
-    return [f"{s}.{k}" for s in _SECTIONS for k in _KEYS[s]]
+    return [f"{s}.{k}" for s in _SECTIONS for k in _keys()[s]]
 
 
 def resolve_profile(spec: str | None, mem_latency: int | None = None, sets: tuple[str, ...] = ()) -> Profile:
