@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint clean
+.PHONY: demo test lint clean bytecode
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -13,7 +13,13 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
-demo: $(STAMP)
+# Byte-compile our sources as pip does for an installed package, so that every tool
+# starts without recompiling them (where PYTHONDONTWRITEBYTECODE is set, Python
+# never caches them by itself). Quick when nothing changed.
+bytecode: $(STAMP)
+	@$(BIN)/python -m compileall -q vtasm vtasim vtacc
+
+demo: $(STAMP) bytecode
 	@mkdir -p out
 	@echo "== 1. A CNN for scikit-learn's 8x8 digits: trained in numpy, exported to ONNX, quantised, run on vtasim =="
 	$(BIN)/python examples/digits/train.py out/digits
@@ -47,7 +53,7 @@ demo: $(STAMP)
 	$(BIN)/vtacc explore examples/explore/quick.toml -o out/explore
 	@echo "-- its table: out/explore/points.csv; its Pareto pictures: out/explore/pareto-memory.png, pareto-macs.png"
 
-test: $(STAMP)
+test: $(STAMP) bytecode
 	$(BIN)/ruff check vtasm vtasim vtacc tests benchmarks examples
 	$(BIN)/python -m pytest -q
 
