@@ -27,7 +27,7 @@ from vtasm.encoding import Instruction
 from .state import MachineState
 
 CHUNK_LANES = 1 << 20  # lanes one chunk of executions may gather (its inputs, products or accumulators)
-CACHE_LANES = 1 << 24  # what the cached plans may hold, counted in 8-byte values
+CACHE_LANES = 1 << 22  # what the cached plans may hold, counted in 8-byte values (32 MiB)
 PLAN_LANES = 16  # 8-byte values a cached plan holds per execution: indices, groupings, orders
 FIELDS = ("dst", "src", "wgt")
 
