@@ -128,7 +128,8 @@ class InOrderRun:
         self.machine = machine
         self.state = machine.state
         self.cols = cols
-        self.prepared: dict[tuple, Callable[[], None]] = {}
+        self.prepared: dict[tuple, Callable[[], None]] = {}  # by micro-op generation and fields: a quick key
+        self.by_content: dict[tuple, Callable[[], None]] = {}  # by the kernel's micro-op words and fields
         cfg = self.state.cfg
         s = self.state
         self.buffers = {INP: (s.inp_bytes, cfg.inp_elem_bytes), WGT: (s.wgt_bytes, cfg.wgt_elem_bytes),
@@ -201,29 +202,44 @@ class InOrderRun:
 
     # -- GEMM and ALU ------------------------------------------------------------
     def _prepare(self, i: int, op: int, r: list[int], key: tuple) -> Callable[[], None]:
-        """Run an instruction through its unit (checks and faults as in the pipeline), once.
+        """What runs this kernel: prepared before under other micro-op loads that left its micro-ops
+        as they were, or prepared now by running the instruction through its unit (checks and
+        faults as in the pipeline) once.
 
-        Returns what runs the same kernel from then on, kept under ``key``
-        when the instruction has one whole plan.
+        Returns what still has to run for this instruction; what runs the
+        kernel from then on is kept under ``key`` when the instruction has one
+        whole plan.
         """
+        uops = r[1:3] if op == GEMM else r[3:5]
+        same = (op, self.state.uop_words[uops[0] : uops[1]].tobytes(), *r)
+        found = self.by_content.get(same)
+        if found is not None:
+            self.prepared[key] = found
+            return found
+        work = self._prepare_now(i, op, r)
+        if work is not None:
+            self.prepared[key] = self.by_content[same] = work
+        return _nothing  # this execution already ran
+
+    def _prepare_now(self, i: int, op: int, r: list[int]) -> Callable[[], None] | None:
+        """Run the instruction through its unit; return what runs its kernel from then on (None: not kept)."""
         state, plans = self.state, self.machine.plans
         insn = self.insn(i)
         unit = run_gemm if op == GEMM else run_alu
         unit(state, i, insn, plans)
         loops = r[1:5] if op == GEMM else r[3:7]
         if loops[2] * loops[3] * (loops[1] - loops[0]) <= 0:
-            work = _nothing
-        elif plans.chunked(state, insn):
-            return _nothing  # ran in chunks; not kept (each run of it goes through its unit)
-        else:
-            plan = plans.whole(state, insn)
-            work = self._gemm_work(plan, r) if op == GEMM else self._alu_work(plan, r)
-            self.held += plan.lanes
-            if self.held > CACHE_LANES:
-                self.prepared.clear()
-                self.held = plan.lanes
-        self.prepared[key] = work
-        return _nothing  # this execution already ran
+            return _nothing
+        if plans.chunked(state, insn):
+            return None  # ran in chunks; not kept (each run of it goes through its unit)
+        plan = plans.whole(state, insn)
+        work = self._gemm_work(plan, r) if op == GEMM else self._alu_work(plan, r)
+        self.held += plan.lanes
+        if self.held > CACHE_LANES:
+            self.prepared.clear()
+            self.by_content.clear()
+            self.held = plan.lanes
+        return work
 
     def _gemm_work(self, plan: LoopPlan, r: list[int]) -> Callable[[], None]:
         state = self.state
