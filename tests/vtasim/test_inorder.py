@@ -101,10 +101,12 @@ def _kernel_program(reload_weights: bool):
         gemm(0, 1, (4, 8), dst=(8, 1), src=(8, 1)),  # the same kernels, prepared already, on new data
         alu(MAX, 1, 2, (2, 16), dst=(16, 1), src=(16, 1)),
         gemm(0, 1, (4, 8), dst=(8, 1), src=(8, 1), reset=1),
-        load(UOP, 2, img.uop_elem() + 2, 2),  # rewrites micro-ops 2 and 3 only: the kernels above keep theirs
+        alu(MAX, 2, 4, (1, 4), dst=(16, 1), src=(16, 1)),
+        load(UOP, 2, img.uop_elem(), 2),  # micro-ops 2 and 3 become 0 and 1: kernels over 0..1 keep theirs
         gemm(0, 1, (4, 8), dst=(8, 1), src=(8, 1)),
         alu(MAX, 1, 2, (2, 16), dst=(16, 1), src=(16, 1)),
         alu(MAX, 1, 2, (2, 16), dst=(16, 1), imm=-7),
+        alu(MAX, 2, 4, (1, 4), dst=(16, 1), src=(16, 1)),  # the same fields over new micro-ops
         store(0, img.elem("out", 4), 64),
     ]
 
