@@ -83,10 +83,11 @@ def decode_columns(data: bytes, cfg: VTAConfig) -> StreamColumns:
     opcode = (words[:, 0] & np.uint64(0x7)).astype(np.int64)
     known = np.zeros(n, dtype=bool)
     canonical = np.zeros(n, dtype=bool)
-    fields: dict[str, np.ndarray] = {}
     layouts = [(spec.opcode, isa.layout(spec.name, cfg)) for spec in isa.KIND_BY_OPCODE.values()]
     unknown = ~np.isin(opcode, [op for op, _ in layouts])
     layouts.append((None, isa.layout("finish", cfg)))  # the head fields of unknown opcodes
+    # which rows lay each field out where: a placement shared by several kinds is cut once for all of them
+    placements: dict[str, dict[isa.PlacedField, np.ndarray]] = {}
     for op, placed in layouts:
         rows = unknown if op is None else opcode == op
         if not rows.any():
@@ -94,14 +95,18 @@ def decode_columns(data: bytes, cfg: VTAConfig) -> StreamColumns:
         if op is not None:
             known |= rows
             lo, hi = _field_mask(placed)
-            stray = (words[rows, 0] & np.uint64(~lo & (2**64 - 1))) | (words[rows, 1] & np.uint64(~hi & (2**64 - 1)))
-            canonical[rows] = stray == 0
-        picked = words[rows]
+            stray = (words[:, 0] & np.uint64(~lo & (2**64 - 1))) | (words[:, 1] & np.uint64(~hi & (2**64 - 1)))
+            canonical |= rows & (stray == 0)
         for f in placed:
-            column = fields.get(f.name)
-            if column is None:
-                column = fields[f.name] = np.zeros(n, dtype=np.int64)
-            column[rows] = _cut(picked, f)
+            where = placements.setdefault(f.name, {})
+            where[f] = where[f] | rows if f in where else rows
+    fields: dict[str, np.ndarray] = {}
+    for name, where in placements.items():
+        column = None
+        for f, rows in where.items():
+            values = _cut(words, f)
+            column = np.where(rows, values, 0 if column is None else column)
+        fields[name] = column
     return StreamColumns(cfg, bytes(data), opcode, known, canonical, fields)
 
 
