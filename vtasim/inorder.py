@@ -267,13 +267,20 @@ class InOrderRun:
             return None
         ftype = _exact_float(cfg, 1)
         tile = int(plan.wgt[0])
-        weights: list = [-1, None]  # (weight generation, W^T as floats)
+        weights: list = [-1, None, 0]  # (weight generation, W^T as floats, +1/-1 when W is +-identity else 0)
 
         def work() -> None:
             if weights[0] != state.wgt_generation:
-                weights[:] = state.wgt_generation, state.wgt[tile].T.astype(ftype)
-            prod = src.reshape(-1, cfg.block_in).astype(ftype) @ weights[1]  # a view: converting it is one pass
-            dst[...] += prod.astype(np.int32).reshape(dst.shape)
+                w = state.wgt[tile]
+                weights[:] = state.wgt_generation, w.T.astype(ftype), _sign_of_identity(w)
+            sign = weights[2]
+            if sign > 0:  # moving int8 data into the accumulator (vtacc's identity weights): no product needed
+                dst[...] += src
+            elif sign < 0:
+                dst[...] -= src
+            else:
+                prod = src.reshape(-1, cfg.block_in).astype(ftype) @ weights[1]  # one pass converts the view
+                dst[...] += prod.astype(np.int32).reshape(dst.shape)
 
         return work
 
@@ -297,6 +304,14 @@ class InOrderRun:
             return generic
         ufunc = _TENSOR_OPS[op]
         return lambda: ufunc(dst, src, out=dst)
+
+
+def _sign_of_identity(w: np.ndarray) -> int:
+    """1 when the weight tile is the identity matrix, -1 when it is its negation, else 0."""
+    if w.shape[0] != w.shape[1]:
+        return 0
+    eye = np.eye(w.shape[0], dtype=w.dtype)
+    return 1 if np.array_equal(w, eye) else -1 if np.array_equal(w, -eye) else 0
 
 
 def _nothing() -> None:

@@ -133,3 +133,28 @@ def test_tokens_that_reorder_the_stages_go_through_the_pipeline():
     result = Machine(program).run()
     assert result.extras["instructions"] == 3
     assert {k: result.counters[k] for k in COUNTERS}["inp_load_nbytes"] == 16 * cfg.inp_elem_bytes
+
+
+@pytest.mark.parametrize("name", ["default", "batch2", "block32"])
+def test_identity_weights_move_inputs_into_the_accumulator(name):
+    """vtacc moves int8 data with +-identity weight tiles: the in-order run adds or subtracts instead."""
+    cfg = config(name)
+    img = Image(cfg)
+    rng = np.random.default_rng(5)
+    eye = np.eye(cfg.block_out, cfg.block_in, dtype=np.int8)
+    odd = eye.copy()
+    odd[0, -1] = 3  # almost the identity: a real product
+    img.add("inp", rng.integers(-128, 128, 40 * cfg.inp_elem_bytes, dtype=np.int8).tobytes())
+    img.add("wgt", np.stack([eye, -eye, odd]).tobytes())
+    img.add("acc", rng.integers(-2**31, 2**31, 40 * cfg.batch * cfg.block_out, dtype=np.int32).tobytes())
+    img.add("out", bytes(40 * cfg.out_elem_bytes))
+    body = [load(UOP, 0, img.uop_elem(), 3), load(INP, 0, img.elem("inp", INP), 40),
+            load(WGT, 0, img.elem("wgt", WGT), 3), load(ACC, 0, img.elem("acc", ACC), 40)]
+    for _ in range(2):  # the second time from the prepared kernels
+        body += [gemm(0, 1, (1, 20), dst=(0, 1), src=(0, 1)), gemm(1, 2, (1, 20), dst=(0, 1), src=(0, 1)),
+                 gemm(2, 3, (1, 20), dst=(0, 1), src=(0, 1))]
+    body.append(store(0, img.elem("out", 4), 40))
+    program = img.program(chain(body), uops((0, 0, 0), (20, 20, 1), (0, 20, 2)))
+    assert _takes_the_in_order_run(program)
+    assert_same_runs(program)
+    assert_same(program)
