@@ -102,7 +102,14 @@ def _im2col_layout(plan: LoopPlan, tile_lanes: int) -> dict | None:
         "dst": [as_range(dsts[g]) for g in groups],
         "stacked_src": np.stack([src_grid[g] for g in groups]) if st["equal"] else None,
         "stacked_dst": as_range(np.concatenate([dsts[g] for g in groups])),
+        "shared_src": _shared_grid([src_grid[g] for g in groups]) if st["equal"] and len(groups) > 1 else None,
     }
+
+
+def _shared_grid(grids: list[np.ndarray]) -> np.ndarray | None:
+    """The one input grid every class reads (a convolution's output-channel blocks read the same patches)."""
+    first = grids[0]
+    return first if all(np.array_equal(first, g) for g in grids[1:]) else None
 
 
 def as_range(index: np.ndarray) -> np.ndarray | slice:
@@ -187,6 +194,9 @@ def _run_im2col(state: MachineState, plan: LoopPlan, lay: dict) -> None:
     taps = lay["taps"]
     w = _im2col_weights(state, plan, lay, ftype)
     rows = cfg.batch
+    if lay["shared_src"] is not None:
+        _run_shared_im2col(state, plan, lay, w, ftype, bound)
+        return
     if lay["stacked_src"] is not None:
         k, d, _ = lay["stacked_src"].shape
         cached = plan.extra.get("im2col_x")
@@ -206,6 +216,33 @@ def _run_im2col(state: MachineState, plan: LoopPlan, lay: dict) -> None:
         x = x.transpose(0, 2, 1, 3).reshape(src.shape[0] * rows, taps * cfg.block_in)
         prod = (x @ w[cls]).reshape(src.shape[0], rows, cfg.block_out)
         _add_to_acc(state, dst, prod, bound)
+
+
+def _run_shared_im2col(state: MachineState, plan: LoopPlan, lay: dict, w: np.ndarray, ftype: type,
+                       bound: int) -> None:
+    """All classes reading the same patches: gather them once, one product against every class's weights side by
+    side ``[D*BATCH, T*BLOCK_IN] @ [T*BLOCK_IN, K*BLOCK_OUT]``, inputs and wide weights kept while unchanged."""
+    cfg = state.cfg
+    k = w.shape[0]
+    grid = lay["shared_src"]
+    d, taps = grid.shape
+    cached = plan.extra.get("im2col_x1")
+    if cached is not None and cached[0] == state.inp_generation:
+        x = cached[1]
+    else:
+        x = np.take(state.inp_as(ftype), grid, axis=0)  # (D, T, B, BI)
+        x = x.transpose(0, 2, 1, 3).reshape(d * cfg.batch, taps * cfg.block_in)
+        if cached is None:
+            plan.lanes += x.size * x.itemsize // 8
+        plan.extra["im2col_x1"] = (state.inp_generation, x)
+    wide = plan.extra.get("im2col_w_wide")
+    if wide is None or wide[0] is not w:
+        if wide is None:
+            plan.lanes += w.size
+        wide = (w, np.ascontiguousarray(w.transpose(1, 0, 2).reshape(taps * cfg.block_in, k * cfg.block_out)))
+        plan.extra["im2col_w_wide"] = wide  # follows the weights cache: rebuilt when they are
+    prod = (x @ wide[1]).reshape(d, cfg.batch, k, cfg.block_out).transpose(2, 0, 1, 3)
+    _add_to_acc(state, lay["stacked_dst"], prod.reshape(k * d, cfg.batch, cfg.block_out), bound)
 
 
 def run_gemm(state: MachineState, index: int, insn: Instruction, plans: PlanCache) -> int:
