@@ -32,7 +32,6 @@ from .executable import executable
 from .gemm import _accumulate, _exact_float, _product_bound, run_gemm
 from .loops import CACHE_LANES, LoopPlan
 from .memory import run_load, run_store
-from .schedule import executions
 from .state import int_dtype
 
 LOAD, STORE, GEMM, ALU, FINISH = (isa.OPCODES[k] for k in ("load", "store", "gemm", "alu", "finish"))
@@ -67,7 +66,8 @@ def counters(cols: StreamColumns) -> dict[str, int]:
         out[key] = total & _U64
     stores = cols.opcode == STORE
     out["out_store_nbytes"] = int((x[stores] * y[stores]).sum()) * cfg.out_elem_bytes & _U64
-    n = executions(cols)
+    # as the units count them: iter_out * iter_in * (uop_end - uop_bgn), negative for a reversed range
+    n = cols.column("iter_out") * cols.column("iter_in") * (cols.column("uop_end") - cols.column("uop_bgn"))
     counted = (cols.opcode == GEMM) & (cols.column("reset") == 0)
     out["gemm_counter"] = int(_wrap32(n[counted]).sum()) & _U64
     out["alu_counter"] = int(_wrap32(n[cols.opcode == ALU]).sum()) & _U64
