@@ -57,7 +57,7 @@ import json, sys, time
 t0 = time.perf_counter()
 from vtasm.cli_support import open_program
 from vtasim.machine import Machine
-program = open_program(sys.argv[1], None)
+program = open_program(sys.argv[1], None, lazy_source_map=True)  # as `vtasim run` opens it
 machine = Machine(program)
 t1 = time.perf_counter()
 result = machine.run()

@@ -15,10 +15,9 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from vtasm import isa
+from vtasm.columns import stream_columns
 from vtasm.encoding import Instruction
 from vtasm.program import Program
-
-from .executable import executable
 
 _OUT = isa.MEM_TYPES["out"]
 
@@ -42,29 +41,62 @@ def _rows_view(array: np.ndarray, rows: tuple[int, int, int, int]) -> np.ndarray
 
 
 def read_tensors(program: Program) -> list[str]:
-    """Names of the tensors the program reads before writing them, in tensor-table order."""
-    owned = [(program.segment(t.name), i) for i, t in enumerate(program.tensors)]
-    top = max((seg.end for seg, _ in owned), default=0)
-    owner = np.full(top, -1, dtype=np.int32)
-    for seg, i in owned:
-        owner[seg.addr : seg.end] = i
-    written = np.zeros(top, dtype=bool)
-    found = np.zeros(len(program.tensors) + 1, dtype=bool)  # the last slot collects bytes of no tensor
-    for insn in map(executable, program.instructions):
-        rows = dram_rows(program, insn)
-        if rows is None or rows[0] >= top:
+    """Names of the tensors the program reads before writing them, in tensor-table order.
+
+    A byte is read before it is written when the first LOAD that reads it
+    comes before the first STORE that writes it (or no STORE does). Tensor by
+    tensor, over the LOADs and STOREs whose extent meets it, each instruction
+    (walking backwards) stamps its index on the bytes it touches, so each byte
+    ends with the first index of each kind.
+    """
+    top = max((program.segment(t.name).end for t in program.tensors), default=0)
+    cols = stream_columns(program.instructions, program.config)
+    load, store = isa.OPCODES["load"], isa.OPCODES["store"]
+    moves = (np.isin(cols.opcode, [load, store]) & (cols.column("x_size") > 0)
+             & (cols.column("y_size") > 0)).nonzero()[0]
+    is_store = cols.opcode[moves] == store
+    eb = np.zeros(moves.size, dtype=np.int64)  # DRAM element bytes (0: a memory type with none)
+    mem = cols.column("memory_type")[moves]
+    for t in range(8):
+        size = isa.elem_bytes(program.config, _OUT if t == _OUT else t)
+        if size is not None:
+            eb[~is_store & (mem == t)] = size
+    eb[is_store] = isa.elem_bytes(program.config, _OUT)
+    base = cols.column("dram_base")[moves] * eb
+    ys = cols.column("y_size")[moves]
+    width, stride = cols.column("x_size")[moves] * eb, cols.column("x_stride")[moves] * eb
+    end = base + (ys - 1) * stride + width
+    keep = (eb > 0) & (base < top) & (end <= top)  # rows that leave the tensors' area are the run's to report
+    found = []
+    for tensor in program.tensors:
+        seg = program.segment(tensor.name)
+        meets = (keep & (base < seg.end) & (end > seg.addr)).nonzero()[0]
+        if meets.size == 0:
             continue
-        done, who = _rows_view(written, rows), _rows_view(owner, rows)
-        if done is None or who is None:
-            continue
-        if insn.kind == "store":
-            done[...] = True
-        else:
-            found[who[~done]] = True
-    return [t.name for i, t in enumerate(program.tensors) if found[i]]
+        lo, hi = min(seg.addr, int(base[meets].min())), max(seg.end, int(end[meets].max()))
+        never = np.iinfo(np.int32).max
+        first = {False: np.full(hi - lo, never, dtype=np.int32), True: None}
+        if is_store[meets].any():
+            first[True] = np.full(hi - lo, never, dtype=np.int32)
+        for k in meets[::-1].tolist():
+            _rows_of(first[bool(is_store[k])], int(base[k]) - lo, int(ys[k]), int(width[k]), int(stride[k]))[...] = k
+        loads = first[False][seg.addr - lo : seg.end - lo]
+        stores = first[True][seg.addr - lo : seg.end - lo] if first[True] is not None else never
+        if (loads < stores).any():
+            found.append(tensor.name)
+    return found
+
+
+def _rows_of(array: np.ndarray, start: int, rows: int, width: int, step: int) -> np.ndarray:
+    """A (rows, width) view of ``array`` from ``start`` every ``step`` elements (all inside it)."""
+    if rows == 1 or step == width:
+        return array[start : start + rows * width].reshape(rows, width)
+    if step > width and start + rows * step <= array.size:
+        return array[start : start + rows * step].reshape(rows, step)[:, :width]
+    return as_strided(array[start:], shape=(rows, width), strides=(step * array.itemsize, array.itemsize))
 
 
 def missing_inputs(program: Program, given: set[str]) -> list[str]:
     """Input tensors not given and without data of their own (their segment is all zero bytes)."""
     return [name for name in read_tensors(program)
-            if name not in given and not any(program.segment(name).data)]
+            if name not in given and not np.frombuffer(program.segment(name).data, dtype=np.uint8).any()]
