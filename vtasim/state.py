@@ -18,6 +18,7 @@ from vtasm import isa
 from vtasm.columns import stream_bytes
 from vtasm.config import VTAConfig
 from vtasm.errors import FormatError
+from vtasm.fileio import pieces
 from vtasm.program import Program
 
 _INT = {8: np.int8, 16: np.int16, 32: np.int32}
@@ -106,7 +107,8 @@ def new_state(program: Program) -> MachineState:
     cfg = program.config
     dram = np.zeros(check_dram(program), dtype=np.uint8)
     for seg in program.segments:
-        dram[seg.addr : seg.end] = np.frombuffer(seg.data, dtype=np.uint8)
+        for offset, piece in pieces(seg.data):  # a mapped file's pages are let go as they are copied
+            dram[seg.addr + offset : seg.addr + offset + len(piece)] = np.frombuffer(piece, dtype=np.uint8)
     from vtasm.encoding import codec_for
 
     codec = codec_for(cfg)

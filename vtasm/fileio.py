@@ -1,8 +1,11 @@
-"""Small file helpers shared by the tools: atomic writes and array files."""
+"""Small file helpers shared by the tools: atomic writes, mapped reads and array files."""
 
 from __future__ import annotations
 
+import mmap
 import os
+import stat
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -72,6 +75,57 @@ def read_bytes(path: str | Path, what: str = "file") -> bytes:
         return Path(path).read_bytes()
     except OSError as exc:
         raise FormatError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
+
+
+MAP_AT_LEAST = 1 << 20  # smaller files are simply read
+PIECE_BYTES = 1 << 23  # what pieces() hands out at a time
+
+
+def read_mapped(path: str | Path, what: str = "file") -> bytes | memoryview:
+    """A whole file as a read-only buffer, like read_bytes but without a copy on the heap.
+
+    A regular file of MAP_AT_LEAST bytes or more is mapped (its pages stay the
+    page cache's: the kernel can drop them, and pieces() hands them back as it
+    goes); anything else is read. The file must not shrink while the buffer is used.
+    """
+    try:
+        with open(path, "rb") as fh:
+            info = os.fstat(fh.fileno())
+            if not stat.S_ISREG(info.st_mode) or info.st_size < MAP_AT_LEAST:
+                return fh.read()
+            return memoryview(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ))
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
+
+
+def pieces(buffer: bytes | memoryview, size: int = PIECE_BYTES) -> Iterator[tuple[int, memoryview]]:
+    """(offset, piece) over a buffer, PIECE_BYTES at a time.
+
+    When the buffer is (a slice of) a mapped file, the pages of each piece are
+    released from this process once the caller has used it (they stay in the
+    page cache), so reading a mapped file end to end never holds more than a
+    piece of it.
+    """
+    view = memoryview(buffer)
+    mapped = view.obj if isinstance(view.obj, mmap.mmap) and hasattr(mmap, "MADV_DONTNEED") else None
+    base = _address(view) - _address(memoryview(mapped)) if mapped is not None and len(view) else 0
+    for start in range(0, len(view), size):
+        piece = view[start : start + size]
+        yield start, piece
+        if mapped is not None:
+            _release(mapped, base + start, len(piece))
+
+
+def _address(view: memoryview) -> int:
+    return np.frombuffer(view, dtype=np.uint8).__array_interface__["data"][0]
+
+
+def _release(mapped: mmap.mmap, start: int, length: int) -> None:
+    """Drop the whole pages of mapped[start:start+length] from this process (their data stays in the file)."""
+    first = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE
+    last = (start + length) // mmap.PAGESIZE * mmap.PAGESIZE
+    if last > first:
+        mapped.madvise(mmap.MADV_DONTNEED, first, last - first)
 
 
 def read_npy(path: str | Path) -> np.ndarray:

@@ -26,7 +26,7 @@ class Segment:
 
     name: str
     addr: int
-    data: bytes
+    data: bytes | memoryview  # read-only; a view of the file it was read from
     file: str | None = None  # raw-directory file name when not ``name + '.bin'``
 
     @property

@@ -96,7 +96,7 @@ class _Printer:
     def _segment(self, seg: Segment, sym: str | None, tensor: TensorInfo | None) -> list[str]:
         name = sym or quote(seg.name)
         where = f"@ {seg.addr:#x}" + (f" file {quote(seg.file)}" if seg.file is not None else "")
-        data = seg.data
+        data = bytes(seg.data)
         used = len(data.rstrip(b"\0"))
         if tensor is not None and tensor.nbytes == len(data):
             repeat = f" repeat {tensor.repeat}" if tensor.repeat != 1 else ""

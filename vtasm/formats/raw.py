@@ -22,7 +22,7 @@ from vtasm.columns import decode_stream, stream_bytes
 from vtasm.config import VTAConfig, config_from_dict, default_config
 from vtasm.encoding import codec_for
 from vtasm.errors import ConfigError, FormatError
-from vtasm.fileio import read_bytes, write_atomic
+from vtasm.fileio import read_bytes, read_mapped, write_atomic
 from vtasm.program import DumpRange, Program, Segment, TensorInfo
 
 from .jsonfields import get_int, get_list, get_object, get_str, parse_json
@@ -133,7 +133,7 @@ def import_raw(directory: str | Path, cfg: VTAConfig | None = None,
         obj = get_object(item, at, ("file", "addr"))
         file = get_str(obj["file"], f"{at}.file")
         addr = get_int(obj["addr"], f"{at}.addr", allow_hex=True)
-        placed.append((file, addr, read_bytes(inside(d, file, f"{at}.file"), "segment file")))
+        placed.append((file, addr, read_mapped(inside(d, file, f"{at}.file"), "segment file")))
     named, tensors = _read_tensors(layout.get("tensors", []), placed, f"{where} tensors")
     segments: list[Segment] = []
     taken = set(named.values())
@@ -267,7 +267,7 @@ def load_program(path: str | Path, cfg: VTAConfig | None = None, fallback: VTACo
     p = Path(path)
     if p.is_dir():
         return import_raw(p, cfg, fallback)
-    data = read_bytes(p, "program")
+    data = read_mapped(p, "program")
     if not is_vbin(data):
         raise FormatError(f"{p}: not a .vbin file (bad magic) nor a raw directory")
     program = read_vbin(data, str(p), lazy_source_map)

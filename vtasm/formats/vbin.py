@@ -18,7 +18,7 @@ from vtasm.columns import decode_stream, stream_bytes
 from vtasm.config import LOG_KEYS, VTAConfig
 from vtasm.encoding import codec_for
 from vtasm.errors import FormatError
-from vtasm.fileio import read_bytes, write_atomic
+from vtasm.fileio import pieces, read_mapped, write_atomic
 from vtasm.program import Program, Segment
 
 from .jsonfields import parse_json
@@ -94,11 +94,11 @@ def _split_chunks(data: bytes, origin: str) -> dict[str, bytes]:
         if end > len(data):
             raise FormatError(f"{origin}: truncated: chunk {tag} is missing {end - len(data)} bytes")
         payload = view[start : start + length]
-        if zlib.crc32(payload) != crc:
+        if _crc32(payload) != crc:
             raise FormatError(f"{origin}: CRC mismatch in chunk {tag} (the file is corrupt)")
         if any(view[start + length : end]):
             raise FormatError(f"{origin}: chunk {tag}: padding bytes are not zero")
-        chunks[tag] = payload if tag == "DATA" else bytes(payload)  # DATA is cut into segments, copied once
+        chunks[tag] = payload if tag == "DATA" else bytes(payload)  # DATA is cut into segments without a copy
         pos = end
     for tag in CHUNK_ORDER[:REQUIRED_CHUNKS]:
         if tag not in chunks:
@@ -106,6 +106,13 @@ def _split_chunks(data: bytes, origin: str) -> dict[str, bytes]:
     if pos != len(data):
         raise FormatError(f"{origin}: {len(data) - pos} unexpected bytes after the last chunk")
     return chunks
+
+
+def _crc32(payload: memoryview) -> int:
+    crc = 0
+    for _, piece in pieces(payload):  # a mapped file is checked without holding all of it
+        crc = zlib.crc32(piece, crc)
+    return crc
 
 
 def _check_tag(raw_tag: bytes, index: int, seen: dict[str, bytes], origin: str) -> str:
@@ -128,7 +135,9 @@ def read_vbin(data: bytes, origin: str = "<vbin>", lazy_source_map: bool = False
     With ``lazy_source_map`` the SMAP chunk (its CRC checked here) is parsed
     and checked only when the source map is first used.
     """
-    chunks = _split_chunks(bytes(data), origin)
+    if not isinstance(data, bytes) and not (isinstance(data, memoryview) and data.readonly):
+        data = bytes(data)  # segments are views of the data: it must not change under them
+    chunks = _split_chunks(data, origin)
     meta = meta_from_json(parse_json(chunks["META"], f"{origin}: META"), f"{origin}: META")
     _check_sizes(meta, chunks, origin)
     codec = codec_for(meta.config)
@@ -137,7 +146,7 @@ def read_vbin(data: bytes, origin: str = "<vbin>", lazy_source_map: bool = False
     uops = codec.decode_uops(uop_bytes)
     check_uops_kept(codec.encode_uops(uops), uop_bytes, f"{origin}: UOPS")
     blob = chunks["DATA"]
-    segments = [Segment(s.name, s.addr, bytes(blob[s.offset : s.offset + s.size]), s.file) for s in meta.segments]
+    segments = [Segment(s.name, s.addr, blob[s.offset : s.offset + s.size], s.file) for s in meta.segments]
     source_map = None
     if "SMAP" in chunks and lazy_source_map:
         source_map = LazySourceMap(chunks["SMAP"], meta.n_insns, f"{origin}: SMAP")
@@ -204,7 +213,7 @@ def save_vbin(program: Program, path: str | Path) -> None:
 
 def load_vbin(path: str | Path) -> Program:
     """Read and validate a .vbin file."""
-    return read_vbin(read_bytes(path, ".vbin file"), str(path))
+    return read_vbin(read_mapped(path, ".vbin file"), str(path))
 
 
 def is_vbin(data: bytes) -> bool:
