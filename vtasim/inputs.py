@@ -17,6 +17,7 @@ from numpy.lib.stride_tricks import as_strided
 from vtasm import isa
 from vtasm.columns import stream_columns
 from vtasm.encoding import Instruction
+from vtasm.fileio import pieces
 from vtasm.program import Program
 
 _OUT = isa.MEM_TYPES["out"]
@@ -98,5 +99,8 @@ def _rows_of(array: np.ndarray, start: int, rows: int, width: int, step: int) ->
 
 def missing_inputs(program: Program, given: set[str]) -> list[str]:
     """Input tensors not given and without data of their own (their segment is all zero bytes)."""
-    return [name for name in read_tensors(program)
-            if name not in given and not np.frombuffer(program.segment(name).data, dtype=np.uint8).any()]
+    return [name for name in read_tensors(program) if name not in given and _all_zero(program.segment(name).data)]
+
+
+def _all_zero(data: bytes | memoryview) -> bool:
+    return not any(np.frombuffer(piece, dtype=np.uint8).any() for _, piece in pieces(data))
