@@ -82,6 +82,17 @@ def _strategy(plan: LoopPlan, op: int, use_imm: bool) -> str:
     return strategy
 
 
+def carry_facts(template: LoopPlan, plan: LoopPlan, by: int) -> None:
+    """Give ``plan``, the template's kernel with dst and src both moved by ``by`` (loops.moved), the
+    template's strategy, waves and grouping: they depend only on where indices sit relative to each other."""
+    for key, value in template.extra.items():
+        if isinstance(key, tuple) and key[0] in ("alu", "waves"):
+            plan.extra[key] = value
+        elif key == "by_dst":
+            order, starts, dsts, counts = value
+            plan.extra[key] = (order, starts, dsts + by, counts)
+
+
 def _waves(plan: LoopPlan, use_imm: bool) -> list[np.ndarray]:
     cached = plan.extra.get(("waves", use_imm))
     if cached is not None:

@@ -112,6 +112,32 @@ def _shared_grid(grids: list[np.ndarray]) -> np.ndarray | None:
     return first if all(np.array_equal(first, g) for g in grids[1:]) else None
 
 
+def carry_layout(template: LoopPlan, plan: LoopPlan, dst: int, src: int, wgt: int) -> None:
+    """Give ``plan``, the template's kernel moved by (dst, src, wgt) (loops.moved), the template's
+    grouping moved with it: the grouping depends only on where indices sit relative to each other."""
+    lay = template.extra.get("gemm")
+    if lay is None:
+        return
+    if lay["kind"] == "im2col":
+        plan.extra["gemm"] = {
+            "kind": "im2col",
+            "taps": lay["taps"],
+            "weights": lay["weights"] + wgt,
+            "src": [grid + src for grid in lay["src"]],
+            "dst": [_moved(d, dst) for d in lay["dst"]],
+            "stacked_src": None if lay["stacked_src"] is None else lay["stacked_src"] + src,
+            "stacked_dst": _moved(lay["stacked_dst"], dst),
+            "shared_src": None if lay["shared_src"] is None else lay["shared_src"] + src,
+        }
+        return
+    plan.extra["gemm"] = dict(lay, src=lay["src"] + src, weights=lay["weights"] + wgt, dst=_moved(lay["dst"], dst),
+                              dst_unique_values=lay["dst_unique_values"] + dst)
+
+
+def _moved(index: np.ndarray | slice, by: int) -> np.ndarray | slice:
+    return slice(index.start + by, index.stop + by) if isinstance(index, slice) else index + by
+
+
 def as_range(index: np.ndarray) -> np.ndarray | slice:
     """A slice when the indices are consecutive and ascending (a slice updates in place, without gathering)."""
     if index.size and int(index[-1]) - int(index[0]) == index.size - 1 and (np.diff(index) == 1).all():

@@ -27,10 +27,10 @@ from numpy.lib.stride_tricks import as_strided
 from vtasm import isa
 from vtasm.columns import StreamColumns
 
-from .alu import ADD, MAX, MIN, MUL, SHR, _run, _strategy, run_alu
+from .alu import ADD, MAX, MIN, MUL, SHR, _run, _strategy, carry_facts, run_alu
 from .executable import executable
-from .gemm import _accumulate, _exact_float, _product_bound, run_gemm
-from .loops import CACHE_LANES, LoopPlan
+from .gemm import _accumulate, _exact_float, _product_bound, carry_layout, run_gemm
+from .loops import CACHE_LANES, LoopPlan, moved
 from .memory import run_load, run_store
 from .state import int_dtype
 
@@ -130,6 +130,7 @@ class InOrderRun:
         self.cols = cols
         self.prepared: dict[tuple, Callable[[], None]] = {}  # by micro-op generation and fields: a quick key
         self.by_content: dict[tuple, Callable[[], None]] = {}  # by the kernel's micro-op words and fields
+        self.templates: dict[tuple, tuple] = {}  # by the kernel without its place: (plan, place, index ranges)
         cfg = self.state.cfg
         s = self.state
         self.buffers = {INP: (s.inp_bytes, cfg.inp_elem_bytes), WGT: (s.wgt_bytes, cfg.wgt_elem_bytes),
@@ -216,12 +217,18 @@ class InOrderRun:
         if found is not None:
             self.prepared[key] = found
             return found
-        work = self._prepare_now(i, op, r)
+        placed = self._placement(op, r)
+        work = self._moved_kernel(op, r, *placed) if placed is not None else None
+        if work is not None:
+            self.prepared[key] = self.by_content[same] = work
+            return work
+        work = self._prepare_now(i, op, r, placed)
         if work is not None:
             self.prepared[key] = self.by_content[same] = work
         return _nothing  # this execution already ran
 
-    def _prepare_now(self, i: int, op: int, r: list[int]) -> Callable[[], None] | None:
+    def _prepare_now(self, i: int, op: int, r: list[int],
+                     placed: tuple[tuple, tuple[int, int, int]] | None) -> Callable[[], None] | None:
         """Run the instruction through its unit; return what runs its kernel from then on (None: not kept)."""
         state, plans = self.state, self.machine.plans
         insn = self.insn(i)
@@ -233,13 +240,63 @@ class InOrderRun:
         if plans.chunked(state, insn):
             return None  # ran in chunks; not kept (each run of it goes through its unit)
         plan = plans.whole(state, insn)
+        work = self._keep(plan, op, r)
+        if placed is not None:
+            reach = [(int(a.min()), int(a.max())) for a in (plan.dst, plan.src, plan.wgt if op == GEMM else plan.dst)]
+            self.templates[placed[0]] = (plan, placed[1], reach)
+        return work
+
+    def _keep(self, plan: LoopPlan, op: int, r: list[int]) -> Callable[[], None]:
+        """What runs a kernel from its plan, counted against CACHE_LANES with everything kept."""
         work = self._gemm_work(plan, r) if op == GEMM else self._alu_work(plan, r)
         self.held += plan.lanes
         if self.held > CACHE_LANES:
             self.prepared.clear()
             self.by_content.clear()
+            self.templates.clear()
             self.held = plan.lanes
         return work
+
+    # -- kernels met before elsewhere in the buffers -----------------------------
+    def _placement(self, op: int, r: list[int]) -> tuple[tuple, tuple[int, int, int]] | None:
+        """The kernel without its place (fields and micro-ops relative to the first one) and its place:
+        the first execution's (dst, src, wgt). An ALU kernel keeps src - dst (it decides the hazards),
+        unless it takes an immediate (its src is not read)."""
+        s = self.state
+        b, e = (r[1], r[2]) if op == GEMM else (r[3], r[4])
+        if not 0 <= b < e <= len(s.uop_dst):
+            return None
+        dst, src = s.uop_dst[b:e], s.uop_src[b:e]
+        at = (int(dst[0]), int(src[0]), int(s.uop_wgt[b]) if op == GEMM else 0)
+        shape = ((dst - at[0]).tobytes(), (src - at[1]).tobytes())
+        if op == GEMM:
+            return (op, r[0], e - b, *r[3:], *shape, (s.uop_wgt[b:e] - at[2]).tobytes()), at
+        if r[1]:
+            return (op, *r[:3], e - b, *r[5:], shape[0]), at
+        return (op, *r[:3], e - b, *r[5:], at[1] - at[0], *shape), at
+
+    def _moved_kernel(self, op: int, r: list[int], shape: tuple, at: tuple[int, int, int]) -> Callable[[], None] | None:
+        """What runs a kernel that was prepared before at another place, moved here, without planning it
+        again; None when there is none or when its indices would leave a buffer (the unit reports that)."""
+        found = self.templates.get(shape)
+        if found is None:
+            return None
+        template, there, reach = found
+        by = (at[0] - there[0], at[1] - there[1], at[2] - there[2])
+        cfg = self.state.cfg
+        if op == GEMM:
+            depths = (cfg.acc_depth,) if r[0] else (cfg.acc_depth, cfg.inp_depth, cfg.wgt_depth)
+        else:
+            depths = (cfg.acc_depth,) if r[1] else (cfg.acc_depth, cfg.acc_depth)
+        for (lo, hi), move, depth in zip(reach, by, depths, strict=False):
+            if lo + move < 0 or hi + move >= depth:
+                return None
+        plan = moved(template, *by)
+        if op == GEMM:
+            carry_layout(template, plan, *by)
+        else:
+            carry_facts(template, plan, by[0])
+        return self._keep(plan, op, r)
 
     def _gemm_work(self, plan: LoopPlan, r: list[int]) -> Callable[[], None]:
         state = self.state

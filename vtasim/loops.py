@@ -66,6 +66,13 @@ class LoopPlan:
         return f"iteration ({i0 + i}, {j0 + j}), micro-op {u0 + u}"
 
 
+def moved(plan: LoopPlan, dst: int, src: int, wgt: int) -> LoopPlan:
+    """The plan of the same kernel placed elsewhere: every index moved by a constant (no facts yet)."""
+    return LoopPlan(plan.iter_out, plan.iter_in, plan.n_uops, plan.dst + dst, plan.src + src,
+                    None if plan.wgt is None else plan.wgt + wgt, plan.shape, shapes=plan.shapes,
+                    origin=plan.origin, lanes=plan.lanes)
+
+
 Box = tuple[int, int, int, int, int, int]  # i0, i1, j0, j1, u0, u1
 
 
