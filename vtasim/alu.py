@@ -82,15 +82,28 @@ def _strategy(plan: LoopPlan, op: int, use_imm: bool) -> str:
     return strategy
 
 
-def carry_facts(template: LoopPlan, plan: LoopPlan, by: int) -> None:
-    """Give ``plan``, the template's kernel with dst and src both moved by ``by`` (loops.moved), the
-    template's strategy, waves and grouping: they depend only on where indices sit relative to each other."""
+def carry_facts(template: LoopPlan, plan: LoopPlan, by_dst: int, by_src: int, op: int) -> None:
+    """Give ``plan``, the template's kernel with dst moved by ``by_dst`` and src by ``by_src``
+    (loops.moved), what the template's facts tell about it.
+
+    Moved together, dst and src keep every hazard: the strategy, waves and
+    grouping carry over. Moved apart, the caller has checked that no src
+    reaches a dst: no execution reads what another writes, so a tensor
+    operation runs all at once when its destinations are distinct, or folds
+    per destination when it can; the grouping by destination carries over.
+    """
     for key, value in template.extra.items():
-        if isinstance(key, tuple) and key[0] in ("alu", "waves"):
+        if by_dst == by_src and isinstance(key, tuple) and key[0] in ("alu", "waves"):
             plan.extra[key] = value
         elif key == "by_dst":
             order, starts, dsts, counts = value
-            plan.extra[key] = (order, starts, dsts + by, counts)
+            plan.extra[key] = (order, starts, dsts + by_dst, counts)
+    if by_dst != by_src:
+        d_sorted = np.sort(plan.dst)
+        if not (d_sorted[1:] == d_sorted[:-1]).any():
+            plan.extra[("alu", op, False)] = "parallel"
+        elif op in (MIN, MAX, ADD, MUL):
+            plan.extra[("alu", op, False)] = "reduce"
 
 
 def _waves(plan: LoopPlan, use_imm: bool) -> list[np.ndarray]:

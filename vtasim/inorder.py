@@ -260,8 +260,7 @@ class InOrderRun:
     # -- kernels met before elsewhere in the buffers -----------------------------
     def _placement(self, op: int, r: list[int]) -> tuple[tuple, tuple[int, int, int]] | None:
         """The kernel without its place (fields and micro-ops relative to the first one) and its place:
-        the first execution's (dst, src, wgt). An ALU kernel keeps src - dst (it decides the hazards),
-        unless it takes an immediate (its src is not read)."""
+        the first execution's (dst, src, wgt)."""
         s = self.state
         b, e = (r[1], r[2]) if op == GEMM else (r[3], r[4])
         if not 0 <= b < e <= len(s.uop_dst):
@@ -271,9 +270,7 @@ class InOrderRun:
         shape = ((dst - at[0]).tobytes(), (src - at[1]).tobytes())
         if op == GEMM:
             return (op, r[0], e - b, *r[3:], *shape, (s.uop_wgt[b:e] - at[2]).tobytes()), at
-        if r[1]:
-            return (op, *r[:3], e - b, *r[5:], shape[0]), at
-        return (op, *r[:3], e - b, *r[5:], at[1] - at[0], *shape), at
+        return (op, *r[:3], e - b, *r[5:], *(shape[:1] if r[1] else shape)), at  # an immediate: src unread
 
     def _moved_kernel(self, op: int, r: list[int], shape: tuple, at: tuple[int, int, int]) -> Callable[[], None] | None:
         """What runs a kernel that was prepared before at another place, moved here, without planning it
@@ -291,11 +288,15 @@ class InOrderRun:
         for (lo, hi), move, depth in zip(reach, by, depths, strict=False):
             if lo + move < 0 or hi + move >= depth:
                 return None
+        if op == ALU and not r[1] and by[0] != by[1]:
+            (dlo, dhi), (slo, shi) = reach[0], reach[1]
+            if dlo + by[0] <= shi + by[1] and slo + by[1] <= dhi + by[0]:
+                return None  # src moved against dst onto it: the hazards are new, the unit finds them
         plan = moved(template, *by)
         if op == GEMM:
             carry_layout(template, plan, *by)
         else:
-            carry_facts(template, plan, by[0])
+            carry_facts(template, plan, by[0], by[1] if not r[1] else by[0], r[0])
         return self._keep(plan, op, r)
 
     def _gemm_work(self, plan: LoopPlan, r: list[int]) -> Callable[[], None]:

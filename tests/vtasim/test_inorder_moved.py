@@ -54,8 +54,8 @@ def _moved_program(cfg, rng: random.Random):
         kind = rng.choice(["gemm", "reset", "alu_imm", "alu", "alu_hazard"])
         op = rng.choice([MIN, MAX, ADD, SHR, MUL])
         imm = rng.choice([-3, 0, 5, 31])
-        delta = rng.choice([0, 1, -1, 2]) if kind == "alu_hazard" else rng.randint(8, 20)
         for _ in range(rng.randint(2, 4)):
+            delta = rng.choice([0, 1, -1, 2]) if kind == "alu_hazard" else rng.randint(8, 20)  # src - dst
             far = rng.random() < 0.1
             d0 = cfg.acc_depth - rng.randint(1, 12) if far else rng.randrange(0, 16)
             s0 = max(0, d0 + delta) if kind.startswith("alu") and kind != "alu_imm" else rng.randrange(0, 16)
@@ -158,8 +158,9 @@ def test_moved_facts_equal_facts_found_afresh():
         gemm_kind = trial % 2 == 0
         template = _random_plan(state, rng, gemm_kind)
         by = [int(x) for x in rng.integers(0, 50, 3)]
+        apart = not gemm_kind and trial % 4 == 2  # src moved away from every dst
         if not gemm_kind:
-            by[1] = by[0]  # an ALU kernel moves dst and src together
+            by[1] = by[0] + int(template.dst.max()) - int(template.src.min()) + 1 + by[2] if apart else by[0]
         lanes = cfg.block_in * cfg.block_out
         if gemm_kind:
             _gemm_layout(template, lanes)
@@ -173,10 +174,12 @@ def test_moved_facts_equal_facts_found_afresh():
             _waves(template, use_imm)
             _reduce(state, template, ADD, use_imm, 1)
             plan, fresh = moved(template, *by), moved(template, *by)
-            carry_facts(template, plan, by[0])
-            for op in (ADD, MIN, MUL):
-                assert _strategy(plan, op, use_imm) == _strategy(fresh, op, use_imm)
-            assert _same(_waves(plan, use_imm), _waves(fresh, use_imm))
+            op = (ADD, MIN, MUL, SHR, MAX)[trial % 5]
+            carry_facts(template, plan, by[0], by[1], op)
+            for checked in ((op,) if apart else (ADD, MIN, MUL)):
+                assert _strategy(plan, checked, use_imm) == _strategy(fresh, checked, use_imm)
+            if not apart:
+                assert _same(_waves(plan, use_imm), _waves(fresh, use_imm))
             _reduce(state, fresh, ADD, use_imm, 1)
             assert _same(plan.extra["by_dst"], fresh.extra["by_dst"])
 
