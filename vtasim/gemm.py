@@ -39,8 +39,16 @@ ROW_HASH_TAPS = 1 << 14  # the longest weight sequence the row hash covers
 
 @lru_cache(maxsize=1)
 def _row_hash() -> np.ndarray:
-    """Random multipliers: a row's wrapping dot product with them is its hash (made on first use)."""
-    return np.random.default_rng(0x5EED).integers(1, 1 << 62, ROW_HASH_TAPS, dtype=np.int64)
+    """Pseudo-random multipliers in [1, 2^62): a row's wrapping dot product with them is its hash.
+
+    The splitmix64 sequence, computed with numpy (numpy.random alone takes 10 ms to import);
+    rows of equal hash are compared exactly afterwards, so the hash only has to spread them.
+    """
+    z = np.arange(1, ROW_HASH_TAPS + 1, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z ^= z >> np.uint64(31)
+    return ((z >> np.uint64(2)) | np.uint64(1)).astype(np.int64)
 
 
 def _im2col_structure(plan: LoopPlan, tile_lanes: int) -> dict | None:
