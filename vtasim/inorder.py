@@ -29,7 +29,7 @@ from vtasm.columns import StreamColumns
 
 from .alu import ADD, MAX, MIN, MUL, SHR, _run, _strategy, carry_facts, run_alu
 from .executable import executable
-from .gemm import _accumulate, _exact_float, _product_bound, carry_layout, run_gemm
+from .gemm import _accumulate, _exact_float, _product_bound, _row_hash, carry_layout, run_gemm
 from .loops import CACHE_LANES, LoopPlan, moved
 from .memory import run_load, run_store
 from .state import int_dtype
@@ -74,16 +74,37 @@ def counters(cols: StreamColumns) -> dict[str, int]:
     return out
 
 
-def _rows(cols: StreamColumns) -> list[list[int] | None]:
-    """Each instruction's fields for its kind (FIELDS order), as Python ints."""
-    rows: list[list[int] | None] = [None] * len(cols)
+def _rows(cols: StreamColumns) -> tuple[list, list[list[int]]]:
+    """Per instruction: a LOAD's or STORE's fields (FIELDS order) as Python ints; a GEMM's or ALU's
+    kernel number, an index into the second list, which holds each distinct kernel's fields once."""
+    rows: list = [None] * len(cols)
+    kernels: list[list[int]] = []
     for op, names in FIELDS.items():
         index = np.flatnonzero(cols.opcode == op)
-        if index.size:
-            values = np.stack([cols.column(name)[index] for name in names], axis=1).tolist()
-            for i, row in zip(index.tolist(), values, strict=True):
-                rows[i] = row
-    return rows
+        if not index.size:
+            continue
+        values = np.stack([cols.column(name)[index] for name in names], axis=1)
+        if op in (GEMM, ALU):
+            distinct, which = _distinct_rows(values)
+            numbers = (which + len(kernels)).tolist()
+            kernels += distinct.tolist()
+        else:
+            numbers = values.tolist()
+        for i, row in zip(index.tolist(), numbers, strict=True):
+            rows[i] = row
+    return rows, kernels
+
+
+def _distinct_rows(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct rows of an int64 matrix and each row's number among them (rows hashed, then
+    checked exactly; np.unique(axis=0) sorts rows as bytes and is several times slower)."""
+    keys = values @ _row_hash()[: values.shape[1]]
+    _, first, which = np.unique(keys, return_index=True, return_inverse=True)
+    which = which.reshape(-1)
+    if not (values[first][which] == values).all():  # two rows share a hash: sort the rows themselves
+        distinct, which = np.unique(values, axis=0, return_inverse=True)
+        return distinct, which.reshape(-1)
+    return values[first], which
 
 
 def _affine_view(buf: np.ndarray, plan: LoopPlan, name: str, uops: np.ndarray,
@@ -146,14 +167,14 @@ class InOrderRun:
 
     def run(self) -> None:
         ops = self.cols.opcode.tolist()
-        rows = _rows(self.cols)
+        rows, kernels = _rows(self.cols)
         for i in range(len(ops) - 1):  # the last instruction is the FINISH
             op = ops[i]
             if op == ALU or op == GEMM:
-                key = (op, self.state.uop_generation, *rows[i])
+                key = (rows[i], self.state.uop_generation)  # the kernel's number tells its kind and fields
                 work = self.prepared.get(key)
                 if work is None:
-                    work = self._prepare(i, op, rows[i], key)
+                    work = self._prepare(i, op, kernels[rows[i]], key)
                 work()
             elif op == LOAD:
                 self._load(i, rows[i])

@@ -1,4 +1,5 @@
-"""The GEMM unit's row-hash multipliers: the splitmix64 sequence, written here from its definition."""
+"""Hashing rows: the GEMM unit's multipliers (splitmix64, written here from its definition)
+and the in-order run's kernel numbering."""
 
 from __future__ import annotations
 
@@ -26,3 +27,28 @@ def test_multipliers_are_splitmix64_in_range_and_distinct():
     assert h[:256].tolist() == [(z >> 2) | 1 for z in splitmix64(256)]
     assert int(h.min()) >= 1 and int(h.max()) < 1 << 62
     assert len(set(h.tolist())) == ROW_HASH_TAPS
+
+
+def _distinct_by_tuples(values):
+    """Distinct rows in sorted order, with plain Python."""
+    return sorted({tuple(r) for r in values.tolist()}), None
+
+
+def test_distinct_kernel_rows_numbered_like_sorting_them(monkeypatch):
+    import numpy as np
+
+    import vtasim.inorder as inorder
+
+    rng = np.random.default_rng(4)
+    for trial in range(40):
+        values = rng.integers(-3, 3, (int(rng.integers(1, 60)), int(rng.integers(1, 12)))).astype(np.int64)
+        values[rng.integers(0, values.shape[0], 5) % values.shape[0]] = values[0]  # repeats
+        if trial % 2:  # every row hashes alike: the exact check must notice and sort the rows instead
+            monkeypatch.setattr(inorder, "_row_hash", lambda: np.zeros(64, dtype=np.int64))
+        else:
+            monkeypatch.undo()
+        distinct, which = inorder._distinct_rows(values)
+        expected_rows, _ = _distinct_by_tuples(values)
+        assert sorted(map(tuple, distinct.tolist())) == expected_rows
+        assert [tuple(distinct[k]) for k in which.tolist()] == [tuple(r) for r in values.tolist()]
+        assert len(distinct) == len(expected_rows) and len(set(which.tolist())) == len(expected_rows)
