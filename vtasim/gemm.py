@@ -25,6 +25,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
+from numpy.lib.stride_tricks import as_strided
 
 from vtasm.encoding import Instruction
 
@@ -85,6 +86,8 @@ def _im2col_structure(plan: LoopPlan, tile_lanes: int) -> dict | None:
     if len(first) * taps * tile_lanes > MAX_IM2COL_WEIGHT_LANES:
         return None
     groups = [np.flatnonzero(classes.reshape(-1) == k) for k in range(len(first))]
+    by_place = sorted(range(len(groups)), key=lambda k: int(groups[k][0]))  # classes in accumulator order
+    groups, first = [groups[k] for k in by_place], first[by_place]
     return {"order": order, "taps": taps, "first": first, "groups": groups,
             "equal": len({g.size for g in groups}) == 1}
 
@@ -111,7 +114,22 @@ def _im2col_layout(plan: LoopPlan, tile_lanes: int) -> dict | None:
         "stacked_src": np.stack([src_grid[g] for g in groups]) if st["equal"] else None,
         "stacked_dst": as_range(np.concatenate([dsts[g] for g in groups])),
         "shared_src": _shared_grid([src_grid[g] for g in groups]) if st["equal"] and len(groups) > 1 else None,
+        "blocks": _blocks([dsts[g] for g in groups]) if st["equal"] else None,
     }
+
+
+def _blocks(dsts: list[np.ndarray]) -> tuple[int, int] | None:
+    """(first, step) when class k's destinations are the consecutive rows first + k*step + [0, D), else None."""
+    d = dsts[0].size
+    first = int(dsts[0][0])
+    step = int(dsts[1][0]) - first if len(dsts) > 1 else d
+    if step < d:
+        return None
+    for k, rows in enumerate(dsts):
+        start = first + k * step
+        if int(rows[0]) != start or int(rows[-1]) != start + d - 1 or (d > 1 and (np.diff(rows) != 1).any()):
+            return None
+    return first, step
 
 
 def _shared_grid(grids: list[np.ndarray]) -> np.ndarray | None:
@@ -136,6 +154,7 @@ def carry_layout(template: LoopPlan, plan: LoopPlan, dst: int, src: int, wgt: in
             "stacked_src": None if lay["stacked_src"] is None else lay["stacked_src"] + src,
             "stacked_dst": _moved(lay["stacked_dst"], dst),
             "shared_src": None if lay["shared_src"] is None else lay["shared_src"] + src,
+            "blocks": None if lay["blocks"] is None else (lay["blocks"][0] + dst, lay["blocks"][1]),
         }
         return
     plan.extra["gemm"] = dict(lay, src=lay["src"] + src, weights=lay["weights"] + wgt, dst=_moved(lay["dst"], dst),
@@ -225,12 +244,12 @@ def _run_im2col(state: MachineState, plan: LoopPlan, lay: dict) -> None:
     cfg = state.cfg
     bound = _product_bound(cfg, lay["taps"])
     ftype = np.float32 if bound < (1 << 24) else np.float64
+    if lay["shared_src"] is not None:
+        _run_shared_im2col(state, plan, lay, ftype, bound)
+        return
     taps = lay["taps"]
     w = _im2col_weights(state, plan, lay, ftype)
     rows = cfg.batch
-    if lay["shared_src"] is not None:
-        _run_shared_im2col(state, plan, lay, w, ftype, bound)
-        return
     if lay["stacked_src"] is not None:
         k, d, _ = lay["stacked_src"].shape
         cached = plan.extra.get("im2col_x")
@@ -252,31 +271,64 @@ def _run_im2col(state: MachineState, plan: LoopPlan, lay: dict) -> None:
         _add_to_acc(state, dst, prod, bound)
 
 
-def _run_shared_im2col(state: MachineState, plan: LoopPlan, lay: dict, w: np.ndarray, ftype: type,
-                       bound: int) -> None:
+def _wide_weights(state: MachineState, plan: LoopPlan, lay: dict, ftype: type) -> np.ndarray:
+    """Every class's weight matrix side by side, ``[T*BLOCK_IN, K*BLOCK_OUT]``: column block k holds
+    class k's taps stacked (W_t^T), built in one gather and cached until weights are reloaded."""
+    cached = plan.extra.get("im2col_w_wide")
+    if cached is not None and cached[0] == state.wgt_generation:
+        return cached[1]
+    cfg = state.cfg
+    k, taps = lay["weights"].shape
+    w = np.take(state.wgt, lay["weights"].T, axis=0)  # (T, K, BO, BI)
+    wide = np.ascontiguousarray(w.transpose(0, 3, 1, 2), dtype=ftype).reshape(taps * cfg.block_in, k * cfg.block_out)
+    if cached is None:
+        plan.lanes += wide.size
+    plan.extra["im2col_w_wide"] = (state.wgt_generation, wide)
+    return wide
+
+
+def _run_shared_im2col(state: MachineState, plan: LoopPlan, lay: dict, ftype: type, bound: int) -> None:
     """All classes reading the same patches: gather them once, one product against every class's weights side by
     side ``[D*BATCH, T*BLOCK_IN] @ [T*BLOCK_IN, K*BLOCK_OUT]``, inputs and wide weights kept while unchanged."""
     cfg = state.cfg
-    k = w.shape[0]
+    wide = _wide_weights(state, plan, lay, ftype)
     grid = lay["shared_src"]
     d, taps = grid.shape
+    k = wide.shape[1] // cfg.block_out
     cached = plan.extra.get("im2col_x1")
     if cached is not None and cached[0] == state.inp_generation:
         x = cached[1]
     else:
-        x = np.take(state.inp_as(ftype), grid, axis=0)  # (D, T, B, BI)
-        x = x.transpose(0, 2, 1, 3).reshape(d * cfg.batch, taps * cfg.block_in)
+        x = np.take(state.inp, grid, axis=0)  # (D, T, B, BI) in the buffer's integers: a quarter of the bytes
+        x = x.transpose(0, 2, 1, 3).reshape(d * cfg.batch, taps * cfg.block_in).astype(ftype)
         if cached is None:
             plan.lanes += x.size * x.itemsize // 8
         plan.extra["im2col_x1"] = (state.inp_generation, x)
-    wide = plan.extra.get("im2col_w_wide")
-    if wide is None or wide[0] is not w:
-        if wide is None:
-            plan.lanes += w.size
-        wide = (w, np.ascontiguousarray(w.transpose(1, 0, 2).reshape(taps * cfg.block_in, k * cfg.block_out)))
-        plan.extra["im2col_w_wide"] = wide  # follows the weights cache: rebuilt when they are
-    prod = (x @ wide[1]).reshape(d, cfg.batch, k, cfg.block_out).transpose(2, 0, 1, 3)
-    _add_to_acc(state, lay["stacked_dst"], prod.reshape(k * d, cfg.batch, cfg.block_out), bound)
+    prod = (x @ wide).reshape(d, cfg.batch, k, cfg.block_out)
+    view = _acc_blocks(state, plan, lay, bound)
+    if view is not None:
+        view += prod.astype(np.int32)  # int32 arithmetic wraps like the hardware
+        return
+    _add_to_acc(state, lay["stacked_dst"], prod.transpose(2, 0, 1, 3).reshape(k * d, cfg.batch, cfg.block_out),
+                bound)
+
+
+def _acc_blocks(state: MachineState, plan: LoopPlan, lay: dict, bound: int) -> np.ndarray | None:
+    """The classes' accumulator rows as one view in the wide product's order (D, BATCH, K, BLOCK_OUT), when
+    they lie in equally spaced blocks and int32 wrapping applies; kept with the plan (the buffer stays put)."""
+    view = plan.extra.get("im2col_acc")
+    if view is not None:
+        return view
+    acc = state.acc
+    if lay["blocks"] is None or acc.dtype.itemsize != 4 or bound >= 1 << 31:
+        return None
+    first, step = lay["blocks"]
+    k, d = len(lay["src"]), lay["src"][0].shape[0]
+    s0 = acc.strides[0]
+    view = as_strided(acc[first:], shape=(k, d, *acc.shape[1:]), strides=(step * s0, *acc.strides),
+                      writeable=True).transpose(1, 2, 0, 3)
+    plan.extra["im2col_acc"] = view
+    return view
 
 
 def run_gemm(state: MachineState, index: int, insn: Instruction, plans: PlanCache) -> int:

@@ -367,10 +367,11 @@ def test_convolutions_and_identity_weights_after_reloads(name):
     inp, wgt = img.elem("inp", INP), img.elem("wgt", WGT)
     conv = gemm(0, 3, (3, 5), dst=(5, 1), src=(0, 1), wgt=(3, 0))  # 3 blocks x 5 pixels x 3 taps, shared patches
     conv2 = gemm(0, 3, (2, 4), dst=(8, 2), src=(0, 2), wgt=(4, 0))  # strided pixels
+    conv3 = gemm(0, 3, (3, 5), dst=(8, 1), src=(0, 1), wgt=(3, 0))  # blocks of 5 accumulators 8 apart
     moves = [gemm(3, 4, (2, 6), dst=(8, 1), src=(6, 1)),  # tile 0 over affine views
              gemm(4, 5, (1, 8), dst=(0, 1), src=(0, 1)),  # tile 1
              gemm(5, 6, (1, 8), dst=(0, 1), src=(0, 2))]  # tile 2 (almost the identity)
-    kernels = [conv, conv2, *moves]
+    kernels = [conv, conv2, conv3, *moves]
     body = [load(UOP, 0, img.uop_elem(), 6), load(INP, 0, inp, 48), load(WGT, 0, wgt, 13),
             load(ACC, 0, img.elem("acc", ACC), 48), *kernels]
     body += [load(INP, 0, inp + 8, 40), *kernels]
