@@ -106,9 +106,14 @@ def new_state(program: Program) -> MachineState:
     """A machine with zeroed buffers and the program's DRAM image loaded."""
     cfg = program.config
     dram = np.zeros(check_dram(program), dtype=np.uint8)
+    placed = sorted((s.addr, s.end) for s in program.segments if s.end > s.addr)
+    apart = all(a[1] <= b[0] for a, b in zip(placed, placed[1:], strict=False))  # no segment over another
     for seg in program.segments:
         for offset, piece in pieces(seg.data):  # a mapped file's pages are let go as they are copied
-            dram[seg.addr + offset : seg.addr + offset + len(piece)] = np.frombuffer(piece, dtype=np.uint8)
+            data = np.frombuffer(piece, dtype=np.uint8)
+            if apart and not data.any():
+                continue  # DRAM starts zeroed and untouched: a zero piece need not touch its pages
+            dram[seg.addr + offset : seg.addr + offset + len(piece)] = data
     from vtasm.encoding import codec_for
 
     codec = codec_for(cfg)

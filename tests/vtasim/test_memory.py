@@ -48,3 +48,22 @@ def test_peak_memory_is_dram_plus_a_fixed_budget(tmp_path):
         extra = peak_mib(str(tmp_path / where)) - base
         # reading the file into memory and then copying it into DRAM would need twice the image
         assert DATA_MIB - 1 <= extra <= DATA_MIB + BUDGET_MIB, (where, extra)
+
+
+def test_zero_segments_leave_dram_zero_and_a_later_zero_segment_still_covers_an_earlier_one():
+    """DRAM starts zeroed, so new_state skips zero pieces, but only when no segment lies over another:
+    when two overlap, the later one's bytes win, zeros included (as the reference copies them in order)."""
+    from vtasim.state import new_state
+
+    cfg = default_config()
+    ones, zeros = bytes([7]) * 8192, bytes(8192)
+    base = Program(config=cfg, instructions=[make_instruction("finish")], uops=[], insn_addr=0, uop_addr=0x1000,
+                   segments=[Segment("a", 0x10000, ones), Segment("b", 0x12000, zeros),
+                             Segment("c", 0x14000, ones[:100])])
+    dram = new_state(base).dram
+    assert (dram[0x10000:0x12000] == 7).all() and not dram[0x12000:0x14000].any()
+    assert (dram[0x14000:0x14064] == 7).all() and not dram[0x14064:].any()
+    over = Program(config=cfg, instructions=[make_instruction("finish")], uops=[], insn_addr=0, uop_addr=0x1000,
+                   segments=[Segment("a", 0x10000, ones), Segment("b", 0x11000, zeros)])
+    dram = new_state(over).dram
+    assert (dram[0x10000:0x11000] == 7).all() and not dram[0x11000:0x13000].any()
