@@ -307,15 +307,17 @@ def _run_shared_im2col(state: MachineState, plan: LoopPlan, lay: dict, ftype: ty
     prod = (x @ wide).reshape(d, cfg.batch, k, cfg.block_out)
     view = _acc_blocks(state, plan, lay, bound)
     if view is not None:
-        view += prod.astype(np.int32)  # int32 arithmetic wraps like the hardware
+        ints = np.empty(view.shape, dtype=np.int32)
+        np.copyto(ints, prod.transpose(2, 0, 1, 3), casting="unsafe")  # converted into the accumulator's order
+        view += ints  # int32 arithmetic wraps like the hardware
         return
     _add_to_acc(state, lay["stacked_dst"], prod.transpose(2, 0, 1, 3).reshape(k * d, cfg.batch, cfg.block_out),
                 bound)
 
 
 def _acc_blocks(state: MachineState, plan: LoopPlan, lay: dict, bound: int) -> np.ndarray | None:
-    """The classes' accumulator rows as one view in the wide product's order (D, BATCH, K, BLOCK_OUT), when
-    they lie in equally spaced blocks and int32 wrapping applies; kept with the plan (the buffer stays put)."""
+    """The classes' accumulator rows as one (K, D, BATCH, BLOCK_OUT) view, when they lie in equally spaced
+    blocks and int32 wrapping applies; kept with the plan (the buffer stays put)."""
     view = plan.extra.get("im2col_acc")
     if view is not None:
         return view
@@ -325,8 +327,11 @@ def _acc_blocks(state: MachineState, plan: LoopPlan, lay: dict, bound: int) -> n
     first, step = lay["blocks"]
     k, d = len(lay["src"]), lay["src"][0].shape[0]
     s0 = acc.strides[0]
-    view = as_strided(acc[first:], shape=(k, d, *acc.shape[1:]), strides=(step * s0, *acc.strides),
-                      writeable=True).transpose(1, 2, 0, 3)
+    if step == d:
+        view = acc[first : first + k * d].reshape(k, d, *acc.shape[1:])
+    else:
+        view = as_strided(acc[first:], shape=(k, d, *acc.shape[1:]), strides=(step * s0, *acc.strides),
+                          writeable=True)
     plan.extra["im2col_acc"] = view
     return view
 

@@ -43,6 +43,7 @@ _LOOP = ("uop_bgn", "uop_end", "iter_out", "iter_in", "dst_factor_out", "dst_fac
 FIELDS = {LOAD: _MEM, STORE: _MEM, GEMM: ("reset", *_LOOP, "wgt_factor_out", "wgt_factor_in"),
           ALU: ("alu_opcode", "use_imm", "imm", *_LOOP)}
 _U64 = (1 << 64) - 1
+TEMPLATE_LANES = CACHE_LANES // 4  # the part of the plan budget that the templates of moved kernels may hold
 
 
 def _wrap32(values: np.ndarray) -> np.ndarray:
@@ -159,7 +160,8 @@ class InOrderRun:
         self.int32_acc = s.acc.dtype.itemsize == 4
         self.out_dtype = int_dtype(cfg.out_width)
         self.out_elem, self.acc_depth = cfg.out_elem_bytes, cfg.acc_depth
-        self.held = 0  # plan lanes the prepared kernels keep alive, bounded by CACHE_LANES
+        self.held = 0  # plan lanes the prepared kernels keep alive, bounded by CACHE_LANES - TEMPLATE_LANES
+        self.template_lanes = 0  # plan lanes the templates keep alive, bounded by TEMPLATE_LANES
 
     def insn(self, i: int):
         """The instruction itself, as the units take it (built only for what needs it)."""
@@ -264,17 +266,21 @@ class InOrderRun:
         work = self._keep(plan, op, r)
         if placed is not None:
             reach = [(int(a.min()), int(a.max())) for a in (plan.dst, plan.src, plan.wgt if op == GEMM else plan.dst)]
+            self.template_lanes += plan.lanes
+            if self.template_lanes > TEMPLATE_LANES:
+                self.templates.clear()
+                self.template_lanes = plan.lanes
             self.templates[placed[0]] = (plan, placed[1], reach)
         return work
 
     def _keep(self, plan: LoopPlan, op: int, r: list[int]) -> Callable[[], None]:
-        """What runs a kernel from its plan, counted against CACHE_LANES with everything kept."""
+        """What runs a kernel from its plan, counted against the budget of prepared kernels (when it is
+        spent they are all let go; the templates, under their own budget, stay to be moved again)."""
         work = self._gemm_work(plan, r) if op == GEMM else self._alu_work(plan, r)
         self.held += plan.lanes
-        if self.held > CACHE_LANES:
+        if self.held > CACHE_LANES - TEMPLATE_LANES:
             self.prepared.clear()
             self.by_content.clear()
-            self.templates.clear()
             self.held = plan.lanes
         return work
 

@@ -183,6 +183,8 @@ class Codec:
 
     def encode_uops(self, uops: list[MicroOp]) -> bytes:
         """All micro-ops at once (vectorised; same bytes as encode_uop on each)."""
+        if isinstance(uops, MicroOpList) and uops.cfg == self.cfg:
+            return uops.data  # decoded words keep every bit (stray ones in ``raw``): they encode as read
         if not uops:
             return b""
         rows = np.array([(u.dst_idx, u.src_idx, u.wgt_idx, -1 if u.raw is None else u.raw) for u in uops],
@@ -199,19 +201,59 @@ class Codec:
         words[raw] = rows[raw, 3]
         return words.astype("<u4").tobytes()
 
-    def decode_uops(self, data: bytes) -> list[MicroOp]:
-        """All micro-ops at once (vectorised; same results as decode_uop on each)."""
+    def decode_uops(self, data: bytes) -> MicroOpList:
+        """All micro-ops at once (vectorised; same results as decode_uop on each), each built on first use."""
         if len(data) % 4:
             raise EncodeError(f"micro-op data of {len(data)} bytes is not a multiple of 4")
+        return MicroOpList(bytes(data), self.cfg)
+
+
+class MicroOpList(Sequence):
+    """Decoded micro-op words that build each MicroOp on first use (equal to Codec.decode_uop's).
+
+    The words are kept as read, so encoding the list again gives them back
+    without a pass over MicroOp objects (Codec.encode_uops).
+    """
+
+    def __init__(self, data: bytes, cfg: VTAConfig):
+        self.data, self.cfg = data, cfg
         words = np.frombuffer(data, dtype="<u4").astype(np.int64)
         known = 0
-        fields = []
-        for f in isa.layout("uop", self.cfg):
-            fields.append(((words >> f.offset) & ((1 << f.width) - 1)).tolist())
+        self._fields = []
+        for f in isa.layout("uop", cfg):  # dst, src, wgt: MicroOp's field order
+            self._fields.append((words >> f.offset) & ((1 << f.width) - 1))
             known |= ((1 << f.width) - 1) << f.offset
-        stray = ((words & ~known) != 0).tolist()
-        return [MicroOp(d, s, w, raw=int(word) if extra else None)
-                for d, s, w, word, extra in zip(*fields, words.tolist(), stray, strict=True)]
+        self._words, self._stray = words, (words & ~known) != 0
+        self._built: list[MicroOp | None] = [None] * len(words)
+
+    def __len__(self) -> int:
+        return len(self._built)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError("micro-op index out of range")
+        found = self._built[index]
+        if found is None:
+            d, s, w = (int(col[index]) for col in self._fields)
+            raw = int(self._words[index]) if self._stray[index] else None
+            found = self._built[index] = MicroOp(d, s, w, raw=raw)
+        return found
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
+            return NotImplemented
+        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
+
+    def __repr__(self) -> str:
+        return f"MicroOpList({len(self)} micro-ops)"
 
 
 @lru_cache(maxsize=16)

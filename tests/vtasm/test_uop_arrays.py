@@ -19,6 +19,8 @@ def test_uop_arrays_match_single_words(name):
     decoded = codec.decode_uops(data)
     assert decoded == [codec.decode_uop(data[i:i + 4]) for i in range(0, len(data), 4)]
     assert [u.raw for u in decoded] == [codec.decode_uop(data[i:i + 4]).raw for i in range(0, len(data), 4)]
-    assert codec.encode_uops(decoded) == data
+    assert codec.encode_uops(decoded) == data  # the decoded list keeps its words
+    assert codec.encode_uops(list(decoded)) == data  # and the vectorised encoder rebuilds them from the fields
+    assert decoded[-1] == decoded[len(decoded) - 1] and decoded[2:5] == list(decoded)[2:5]
     canonical = [type(u)(u.dst_idx, u.src_idx, u.wgt_idx) for u in decoded]
     assert codec.encode_uops(canonical) == b"".join(codec.encode_uop(u) for u in canonical)
