@@ -75,9 +75,9 @@ def counters(cols: StreamColumns) -> dict[str, int]:
     return out
 
 
-def _rows(cols: StreamColumns) -> tuple[list, list[list[int]]]:
-    """Per instruction: a LOAD's or STORE's fields (FIELDS order) as Python ints; a GEMM's or ALU's
-    kernel number, an index into the second list, which holds each distinct kernel's fields once."""
+def _rows(cols: StreamColumns, dram_size: int) -> tuple[list, list[list[int]]]:
+    """Per instruction: a LOAD's or STORE's DMA entry (_load_entries, _store_entries) as Python ints; a
+    GEMM's or ALU's kernel number, an index into the second list, which holds each distinct kernel's fields once."""
     rows: list = [None] * len(cols)
     kernels: list[list[int]] = []
     for op, names in FIELDS.items():
@@ -90,10 +90,48 @@ def _rows(cols: StreamColumns) -> tuple[list, list[list[int]]]:
             numbers = (which + len(kernels)).tolist()
             kernels += distinct.tolist()
         else:
-            numbers = values.tolist()
+            numbers = (_load_entries if op == LOAD else _store_entries)(values, cols.cfg, dram_size).tolist()
         for i, row in zip(index.tolist(), numbers, strict=True):
             rows[i] = row
     return rows, kernels
+
+
+# what a DMA entry asks for: the unit (anything unusual; it faults as the pipeline would), one contiguous
+# copy, rows copied between strided views, or a padded tile (zeroed, then its inner rows copied)
+UNIT, CONTIGUOUS, ROWS, PADDED = range(4)
+
+
+def _load_entries(v: np.ndarray, cfg, dram_size: int) -> np.ndarray:
+    """Every LOAD as (how, memory type, buffer byte start, end, DRAM byte base, rows, row bytes, DRAM step,
+    tile rows, tile row bytes, first padded row, first byte in a padded row), worked out for all at once."""
+    mtype, sram, dram_base, ys, xs, stride, yp0, yp1, xp0, xp1 = v.T
+    elem = np.zeros_like(mtype)
+    depth = np.zeros_like(mtype)
+    for t, e, d in ((INP, cfg.inp_elem_bytes, cfg.inp_depth), (WGT, cfg.wgt_elem_bytes, cfg.wgt_depth),
+                    (ACC, cfg.acc_elem_bytes, cfg.acc_depth)):
+        elem[mtype == t], depth[mtype == t] = e, d
+    ytot, xtot = yp0 + ys + yp1, xp0 + xs + xp1
+    end = sram + xtot * ytot
+    base, row, step = dram_base * elem, xs * elem, stride * elem
+    fits = (elem > 0) & (xs > 0) & (end <= depth) & (base + (ys - 1) * step + row <= dram_size)
+    fits &= (ys <= 1) | (step >= row)
+    padded = (ytot != ys) | (xtot != xs)
+    how = np.where(padded, PADDED, np.where((ys <= 1) | (step == row), CONTIGUOUS, ROWS))
+    how = np.where(fits, how, UNIT)
+    return np.stack([how, mtype, sram * elem, end * elem, base, ys, row, step, ytot, xtot * elem, yp0, xp0 * elem],
+                    axis=1)
+
+
+def _store_entries(v: np.ndarray, cfg, dram_size: int) -> np.ndarray:
+    """Every STORE as (how, accumulator row start, end, DRAM byte base, rows, row bytes, DRAM step)."""
+    mtype, sram, dram_base, ys, xs, stride, yp0, yp1, xp0, xp1 = v.T
+    elem = cfg.out_elem_bytes
+    end = sram + xs * ys
+    base, row, step = dram_base * elem, xs * elem, stride * elem
+    fits = (mtype == OUT) & (xs > 0) & (ys > 0) & (yp0 == 0) & (yp1 == 0) & (xp0 == 0) & (xp1 == 0)
+    fits &= (end <= cfg.acc_depth) & ((ys == 1) | (step >= row)) & (base + (ys - 1) * step + row <= dram_size)
+    how = np.where(fits, np.where((ys == 1) | (step == row), CONTIGUOUS, ROWS), UNIT)
+    return np.stack([how, sram, end, base, ys, row, step], axis=1)
 
 
 def _distinct_rows(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -158,7 +196,11 @@ class InOrderRun:
         self.buffers = {INP: (s.inp_bytes, cfg.inp_elem_bytes), WGT: (s.wgt_bytes, cfg.wgt_elem_bytes),
                         ACC: (s.acc_bytes, cfg.acc_elem_bytes)}
         self.int32_acc = s.acc.dtype.itemsize == 4
+        self.flat = {INP: s.inp_bytes.reshape(-1), WGT: s.wgt_bytes.reshape(-1), ACC: s.acc_bytes.reshape(-1)}
+        self.acc_rows = s.acc.reshape(cfg.acc_depth, -1)  # one accumulator row per element, its lanes in order
         self.out_dtype = int_dtype(cfg.out_width)
+        self.out_size = self.out_dtype.itemsize  # lanes stored are this many bytes each (OUT_WIDTH >= 8)
+        self.dram_out = s.dram[: s.dram.size // self.out_size * self.out_size].view(self.out_dtype)
         self.out_elem, self.acc_depth = cfg.out_elem_bytes, cfg.acc_depth
         self.held = 0  # plan lanes the prepared kernels keep alive, bounded by CACHE_LANES - TEMPLATE_LANES
         self.template_lanes = 0  # plan lanes the templates keep alive, bounded by TEMPLATE_LANES
@@ -169,7 +211,7 @@ class InOrderRun:
 
     def run(self) -> None:
         ops = self.cols.opcode.tolist()
-        rows, kernels = _rows(self.cols)
+        rows, kernels = _rows(self.cols, self.state.dram.size)
         for i in range(len(ops) - 1):  # the last instruction is the FINISH
             op = ops[i]
             if op == ALU or op == GEMM:
@@ -184,45 +226,39 @@ class InOrderRun:
                 self._store(i, rows[i])
 
     # -- DMA -------------------------------------------------------------------
-    def _load(self, i: int, r: list[int]) -> None:
-        mtype, sram, dram_base, ys, xs, stride, yp0, yp1, xp0, xp1 = r
-        found = self.buffers.get(mtype)
-        if found is None or xs == 0:
+    def _load(self, i: int, e: list[int]) -> None:
+        how, mtype, t0, t1, base, ys, row, step, ytot, xrow, yp0, xp0 = e
+        if how == UNIT:
             run_load(self.state, i, self.insn(i))
             return
-        buf, elem = found
-        ytot, xtot = yp0 + ys + yp1, xp0 + xs + xp1
-        end = sram + xtot * ytot
+        flat = self.flat[mtype]
         dram = self.state.dram
-        base, row, step = dram_base * elem, xs * elem, stride * elem
-        if end > buf.shape[0] or base + (ys - 1) * step + row > dram.size or (ys > 1 and step < row):
-            run_load(self.state, i, self.insn(i))
-            return
-        tile = buf[sram:end]
-        if ytot != ys or xtot != xs:
-            tile[...] = 0
-            tile = tile.reshape(ytot, xtot * elem)[yp0 : yp0 + ys, xp0 * elem : (xp0 + xs) * elem]
+        if how == CONTIGUOUS:
+            flat[t0:t1] = dram[base : base + t1 - t0]
+        elif how == ROWS:
+            flat[t0:t1].reshape(ys, row)[...] = _dram_rows(dram, base, ys, row, step)
         else:
-            tile = tile.reshape(ys, row)
-        if ys:
-            tile[...] = _dram_rows(dram, base, ys, row, step)
+            tile = flat[t0:t1]
+            tile.fill(0)
+            if ys:
+                tile.reshape(ytot, xrow)[yp0 : yp0 + ys, xp0 : xp0 + row] = _dram_rows(dram, base, ys, row, step)
         if mtype == WGT:
             self.state.wgt_generation += 1
         elif mtype == INP:
             self.state.inp_generation += 1
 
-    def _store(self, i: int, r: list[int]) -> None:
-        mtype, sram, dram_base, ys, xs, stride, yp0, yp1, xp0, xp1 = r
-        state = self.state
-        end = sram + xs * ys
-        elem = self.out_elem
-        base, row, step = dram_base * elem, xs * elem, stride * elem
-        if (mtype != OUT or xs == 0 or ys == 0 or yp0 or yp1 or xp0 or xp1 or end > self.acc_depth
-                or (ys > 1 and step < row) or base + (ys - 1) * step + row > state.dram.size):
-            run_store(state, i, self.insn(i))
+    def _store(self, i: int, e: list[int]) -> None:
+        how, sram, end, base, ys, row, step = e
+        if how == UNIT:
+            run_store(self.state, i, self.insn(i))
             return
-        values = state.acc[sram:end].astype(self.out_dtype)
-        _dram_rows(state.dram, base, ys, row, step)[...] = values.view(np.uint8).reshape(ys, row)
+        values = self.acc_rows[sram:end]
+        size = self.out_size
+        if how == CONTIGUOUS:
+            np.copyto(self.dram_out[base // size : (base + row * ys) // size], values.reshape(-1), casting="unsafe")
+        else:  # keeping the low OUT_WIDTH bits, as the unit's conversion does
+            out = _dram_rows(self.state.dram, base, ys, row, step).view(self.out_dtype)
+            np.copyto(out, values.reshape(ys, -1), casting="unsafe")
 
     # -- GEMM and ALU ------------------------------------------------------------
     def _prepare(self, i: int, op: int, r: list[int], key: tuple) -> Callable[[], None]:
