@@ -154,6 +154,17 @@ def test_installed_entry_point(files):
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert np.array_equal(np.load(d / "y.npy"), Y)
+    # the installed command ends the process itself (vtasim/entry.py): what it printed still arrives whole,
+    # and its exit codes are the CLI's
+    profiled = subprocess.run([*cmd, "run", str(d / "mm.vbin"), *with_inputs(d), "--profile"], capture_output=True,
+                              text=True, timeout=60)
+    assert profiled.returncode == 0 and json.loads(profiled.stdout)["gemm_counter"] > 0
+    assert "FINISH after" in profiled.stderr
+    missing = subprocess.run([*cmd, "run", str(d / "absent.vbin")], capture_output=True, text=True, timeout=60)
+    assert missing.returncode == 1 and missing.stderr.count("\n") == 1 and "absent.vbin" in missing.stderr
+    usage = subprocess.run([*cmd, "run", str(d / "mm.vbin"), "--max-ops", "0"], capture_output=True, text=True,
+                           timeout=60)
+    assert usage.returncode == 2 and "--max-ops" in usage.stderr
 
 
 def with_source_map(d):
