@@ -27,7 +27,7 @@ RANKS = {
 }
 TOP_LEVEL = {
     "vtasm": {"cli": "cli", "cli_support": "cli", "*": "isa"},
-    "vtasim": {"cli": "cli", "timing_cli": "cli", "*": "core"},
+    "vtasim": {"cli": "cli", "timing_cli": "cli", "entry": "cli", "*": "core"},
     "vtacc": {"cli": "cli", "*": "driver"},
 }
 
