@@ -12,9 +12,10 @@ import click
 from vtasm.errors import UsageError
 from vtasm.program import Program
 
-from .timing.profile import BUILTIN, DEFAULT, Profile, resolve_profile
+from .timing.names import BUILTIN, DEFAULT
 
 if TYPE_CHECKING:
+    from .timing.profile import Profile
     from .timing.run import TimingResult
 
 TIMELINE_SUFFIXES = (".json", ".png")
@@ -55,6 +56,8 @@ def timing_request(timing: str | None, timing_only: bool, mem_latency: int | Non
     wants = timing is not None or timing_only or mem_latency is not None or timing_sets or timeline
     if not wants:
         return TimingRequest(None, False, None)
+    from .timing.profile import resolve_profile  # loaded only when timing is asked for
+
     profile = resolve_profile(timing, mem_latency, timing_sets)
     path = Path(timeline) if timeline else None
     if path is not None and path.suffix.lower() not in TIMELINE_SUFFIXES:

@@ -17,6 +17,8 @@ from pathlib import Path
 
 from vtasm.errors import ConfigError
 
+from .names import BUILTIN, DEFAULT
+
 
 def _toml():
     """The TOML reader (imported on first use: runs without timing never need it)."""
@@ -25,9 +27,6 @@ def _toml():
     else:  # pragma: no cover - Python 3.10
         import tomli as tomllib
     return tomllib
-
-BUILTIN = ("chisel-2019", "chisel-2021", "hls")
-DEFAULT = "chisel-2019"
 
 
 @dataclass(frozen=True)
