@@ -25,13 +25,13 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from vtasm.encoding import Instruction
 
 from .bounds import check_uop_range, checked_plans
 from .loops import LoopPlan, PlanCache
 from .state import MachineState
+from .views import strided
 
 MAX_IM2COL_CLASSES = 64  # weight-sequence classes handled as im2col products; more fall back to grouping
 MAX_IM2COL_WEIGHT_LANES = 1 << 22  # the classes' weight matrices together; larger ones are grouped
@@ -326,12 +326,7 @@ def _acc_blocks(state: MachineState, plan: LoopPlan, lay: dict, bound: int) -> n
         return None
     first, step = lay["blocks"]
     k, d = len(lay["src"]), lay["src"][0].shape[0]
-    s0 = acc.strides[0]
-    if step == d:
-        view = acc[first : first + k * d].reshape(k, d, *acc.shape[1:])
-    else:
-        view = as_strided(acc[first:], shape=(k, d, *acc.shape[1:]), strides=(step * s0, *acc.strides),
-                          writeable=True)
+    view = strided(acc, first, (k, d), (step, 1))
     plan.extra["im2col_acc"] = view
     return view
 

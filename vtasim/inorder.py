@@ -22,7 +22,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from vtasm import isa
 from vtasm.columns import StreamColumns
@@ -33,6 +32,7 @@ from .gemm import _accumulate, _exact_float, _product_bound, _row_hash, carry_la
 from .loops import CACHE_LANES, LoopPlan, moved
 from .memory import run_load, run_store
 from .state import int_dtype
+from .views import strided
 
 LOAD, STORE, GEMM, ALU, FINISH = (isa.OPCODES[k] for k in ("load", "store", "gemm", "alu", "finish"))
 UOP, WGT, INP, ACC, OUT, ACC8 = (isa.MEM_TYPES[n] for n in ("uop", "wgt", "inp", "acc", "out", "acc8"))
@@ -158,9 +158,7 @@ def _affine_view(buf: np.ndarray, plan: LoopPlan, name: str, uops: np.ndarray,
     else:
         step = 0
     first = int(getattr(plan, name)[0]) if getattr(plan, name).size else 0
-    s0 = buf.strides[0]
-    return as_strided(buf[first:], shape=(plan.iter_out, plan.iter_in, n_uops, *buf.shape[1:]),
-                      strides=(f_out * s0, f_in * s0, step * s0, *buf.strides[1:]), writeable=True)
+    return strided(buf, first, (plan.iter_out, plan.iter_in, n_uops), (f_out, f_in, step))
 
 
 def _imm_op(op: int, imm: int) -> Callable[[np.ndarray], None] | None:
@@ -446,4 +444,4 @@ def _dram_rows(dram: np.ndarray, base: int, rows: int, row: int, step: int) -> n
         return dram[base : base + rows * row].reshape(rows, row)
     if base + rows * step <= dram.size:
         return dram[base : base + rows * step].reshape(rows, step)[:, :row]
-    return as_strided(dram[base:], shape=(rows, row), strides=(step, 1))
+    return strided(dram, base, (rows, row), (step, 1))
