@@ -56,10 +56,12 @@ class StreamColumns:
         return found if found is not None else np.zeros(len(self), dtype=np.int64)
 
 
-def _cut(words: np.ndarray, f: isa.PlacedField) -> np.ndarray:
-    """Field ``f`` of each (lo, hi) word pair, sign-extended when the field is signed."""
+def _cut(halves: tuple[np.ndarray, np.ndarray], f: isa.PlacedField) -> np.ndarray:
+    """Field ``f`` of every instruction from its (lo, hi) words, sign-extended when the field is signed."""
     word, offset = divmod(f.offset, isa.WORD_BITS)
-    values = ((words[:, word] >> np.uint64(offset)) & np.uint64((1 << f.width) - 1)).astype(np.int64)
+    values = halves[word] >> np.uint64(offset)
+    values &= np.uint64((1 << f.width) - 1)
+    values = values.view(np.int64)  # fields are narrower than 64 bits: the same numbers
     if f.signed:
         values -= (values >> (f.width - 1)) << f.width
     return values
@@ -100,12 +102,17 @@ def decode_columns(data: bytes, cfg: VTAConfig) -> StreamColumns:
         for f in placed:
             where = placements.setdefault(f.name, {})
             where[f] = where[f] | rows if f in where else rows
+    halves = (np.ascontiguousarray(words[:, 0]), np.ascontiguousarray(words[:, 1]))
     fields: dict[str, np.ndarray] = {}
     for name, where in placements.items():
         column = None
         for f, rows in where.items():
-            values = _cut(words, f)
-            column = np.where(rows, values, 0 if column is None else column)
+            values = _cut(halves, f)
+            if column is None:
+                column = values
+                column *= rows  # zero where no kind lays the field out
+            else:
+                np.copyto(column, values, where=rows)
         fields[name] = column
     return StreamColumns(cfg, bytes(data), opcode, known, canonical, fields)
 
