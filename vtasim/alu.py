@@ -98,6 +98,7 @@ def carry_facts(template: LoopPlan, plan: LoopPlan, by_dst: int, by_src: int, op
         elif key == "by_dst":
             order, starts, dsts, counts = value
             plan.extra[key] = (order, starts, dsts + by_dst, counts)
+            plan.lanes += order.size + starts.size + dsts.size + counts.size  # counted with every plan holding them
     if by_dst != by_src:
         d_sorted = np.sort(plan.dst)
         if not (d_sorted[1:] == d_sorted[:-1]).any():

@@ -145,7 +145,7 @@ def carry_layout(template: LoopPlan, plan: LoopPlan, dst: int, src: int, wgt: in
     if lay is None:
         return
     if lay["kind"] == "im2col":
-        plan.extra["gemm"] = {
+        plan.extra["gemm"] = moved_lay = {
             "kind": "im2col",
             "taps": lay["taps"],
             "weights": lay["weights"] + wgt,
@@ -156,9 +156,21 @@ def carry_layout(template: LoopPlan, plan: LoopPlan, dst: int, src: int, wgt: in
             "shared_src": None if lay["shared_src"] is None else lay["shared_src"] + src,
             "blocks": None if lay["blocks"] is None else (lay["blocks"][0] + dst, lay["blocks"][1]),
         }
+        plan.lanes += _lanes(moved_lay)
         return
-    plan.extra["gemm"] = dict(lay, src=lay["src"] + src, weights=lay["weights"] + wgt, dst=_moved(lay["dst"], dst),
-                              dst_unique_values=lay["dst_unique_values"] + dst)
+    plan.extra["gemm"] = moved_lay = dict(lay, src=lay["src"] + src, weights=lay["weights"] + wgt,
+                                          dst=_moved(lay["dst"], dst), dst_unique_values=lay["dst_unique_values"] + dst)
+    plan.lanes += _lanes(moved_lay)
+
+
+def _lanes(lay: dict) -> int:
+    """The 8-byte values a layout's arrays hold (arrays shared with its template counted too: an upper bound)."""
+    total = 0
+    for value in lay.values():
+        for a in value if isinstance(value, list) else (value,):
+            if isinstance(a, np.ndarray):
+                total += a.size
+    return total
 
 
 def _moved(index: np.ndarray | slice, by: int) -> np.ndarray | slice:

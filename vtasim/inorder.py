@@ -43,7 +43,7 @@ _LOOP = ("uop_bgn", "uop_end", "iter_out", "iter_in", "dst_factor_out", "dst_fac
 FIELDS = {LOAD: _MEM, STORE: _MEM, GEMM: ("reset", *_LOOP, "wgt_factor_out", "wgt_factor_in"),
           ALU: ("alu_opcode", "use_imm", "imm", *_LOOP)}
 _U64 = (1 << 64) - 1
-TEMPLATE_LANES = CACHE_LANES // 4  # the part of the plan budget that the templates of moved kernels may hold
+TEMPLATE_LANES = CACHE_LANES // 2  # the part of the plan budget that the templates of moved kernels may hold
 
 
 def _wrap32(values: np.ndarray) -> np.ndarray:

@@ -68,9 +68,10 @@ class LoopPlan:
 
 def moved(plan: LoopPlan, dst: int, src: int, wgt: int) -> LoopPlan:
     """The plan of the same kernel placed elsewhere: every index moved by a constant (no facts yet)."""
-    return LoopPlan(plan.iter_out, plan.iter_in, plan.n_uops, plan.dst + dst, plan.src + src,
-                    None if plan.wgt is None else plan.wgt + wgt, plan.shape, shapes=plan.shapes,
-                    origin=plan.origin, lanes=plan.lanes)
+    index = (plan.dst + dst, plan.src + src, None if plan.wgt is None else plan.wgt + wgt)
+    return LoopPlan(plan.iter_out, plan.iter_in, plan.n_uops, *index, plan.shape, shapes=plan.shapes,
+                    origin=plan.origin, lanes=sum(a.size for a in index if a is not None))  # what the units
+    # carry over (gemm.carry_layout, alu.carry_facts) and cache later adds to it
 
 
 Box = tuple[int, int, int, int, int, int]  # i0, i1, j0, j1, u0, u1
