@@ -100,7 +100,7 @@ def carry_facts(template: LoopPlan, plan: LoopPlan, by_dst: int, by_src: int, op
             plan.extra[key] = (order, starts, dsts + by_dst, counts)
             plan.lanes += order.size + starts.size + dsts.size + counts.size  # counted with every plan holding them
     if by_dst != by_src:
-        d_sorted = np.sort(plan.dst)
+        d_sorted = np.sort(template.dst)  # whether destinations repeat does not change when they move
         if not (d_sorted[1:] == d_sorted[:-1]).any():
             plan.extra[("alu", op, False)] = "parallel"
         elif op in (MIN, MAX, ADD, MUL):

@@ -145,13 +145,14 @@ def carry_layout(template: LoopPlan, plan: LoopPlan, dst: int, src: int, wgt: in
     if lay is None:
         return
     if lay["kind"] == "im2col":
+        shared = lay["shared_src"] is not None
         plan.extra["gemm"] = moved_lay = {
             "kind": "im2col",
             "taps": lay["taps"],
             "weights": lay["weights"] + wgt,
-            "src": [grid + src for grid in lay["src"]],
+            "src": None if shared else [grid + src for grid in lay["src"]],  # with shared patches only they are read
             "dst": [_moved(d, dst) for d in lay["dst"]],
-            "stacked_src": None if lay["stacked_src"] is None else lay["stacked_src"] + src,
+            "stacked_src": None if lay["stacked_src"] is None or shared else lay["stacked_src"] + src,
             "stacked_dst": _moved(lay["stacked_dst"], dst),
             "shared_src": None if lay["shared_src"] is None else lay["shared_src"] + src,
             "blocks": None if lay["blocks"] is None else (lay["blocks"][0] + dst, lay["blocks"][1]),
@@ -307,17 +308,21 @@ def _run_shared_im2col(state: MachineState, plan: LoopPlan, lay: dict, ftype: ty
     grid = lay["shared_src"]
     d, taps = grid.shape
     k = wide.shape[1] // cfg.block_out
+    # the gathered patches are kept only for a kernel seen to run twice on the same inputs: most run once per
+    # input load, and keeping them would only hold memory
+    gen = state.inp_generation
     cached = plan.extra.get("im2col_x1")
-    if cached is not None and cached[0] == state.inp_generation:
+    if cached is not None and cached[0] == gen and cached[1] is not None:
         x = cached[1]
     else:
         x = np.take(state.inp, grid, axis=0)  # (D, T, B, BI) in the buffer's integers: a quarter of the bytes
         x = x.transpose(0, 2, 1, 3).reshape(d * cfg.batch, taps * cfg.block_in).astype(ftype)
-        if cached is None:
+        keep = cached is not None and (cached[0] == gen or cached[1] is not None)
+        if keep and cached[1] is None:
             plan.lanes += x.size * x.itemsize // 8
-        plan.extra["im2col_x1"] = (state.inp_generation, x)
+        plan.extra["im2col_x1"] = (gen, x if keep else None)
     prod = (x @ wide).reshape(d, cfg.batch, k, cfg.block_out)
-    view = _acc_blocks(state, plan, lay, bound)
+    view = _acc_blocks(state, plan, lay, bound, k, d)
     if view is not None:
         ints = np.empty(view.shape, dtype=np.int32)
         np.copyto(ints, prod.transpose(2, 0, 1, 3), casting="unsafe")  # converted into the accumulator's order
@@ -327,7 +332,7 @@ def _run_shared_im2col(state: MachineState, plan: LoopPlan, lay: dict, ftype: ty
                 bound)
 
 
-def _acc_blocks(state: MachineState, plan: LoopPlan, lay: dict, bound: int) -> np.ndarray | None:
+def _acc_blocks(state: MachineState, plan: LoopPlan, lay: dict, bound: int, k: int, d: int) -> np.ndarray | None:
     """The classes' accumulator rows as one (K, D, BATCH, BLOCK_OUT) view, when they lie in equally spaced
     blocks and int32 wrapping applies; kept with the plan (the buffer stays put)."""
     view = plan.extra.get("im2col_acc")
@@ -337,7 +342,6 @@ def _acc_blocks(state: MachineState, plan: LoopPlan, lay: dict, bound: int) -> n
     if lay["blocks"] is None or acc.dtype.itemsize != 4 or bound >= 1 << 31:
         return None
     first, step = lay["blocks"]
-    k, d = len(lay["src"]), lay["src"][0].shape[0]
     view = strided(acc, first, (k, d), (step, 1))
     plan.extra["im2col_acc"] = view
     return view

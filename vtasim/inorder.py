@@ -157,7 +157,7 @@ def _affine_view(buf: np.ndarray, plan: LoopPlan, name: str, uops: np.ndarray,
         step = int(steps[0])
     else:
         step = 0
-    first = int(getattr(plan, name)[0]) if getattr(plan, name).size else 0
+    first = plan.first(name)
     return strided(buf, first, (plan.iter_out, plan.iter_in, n_uops), (f_out, f_in, step))
 
 
@@ -376,9 +376,10 @@ class InOrderRun:
         state = self.state
         cfg = state.cfg
         bound = _product_bound(cfg, 1)
-        if not self.int32_acc or bound >= 1 << 31 or plan.wgt.size == 0 or (plan.wgt != plan.wgt[0]).any():
+        pattern = plan.unmoved()  # the same weights and repeats as the plan's own indices
+        if not self.int32_acc or bound >= 1 << 31 or pattern.wgt.size == 0 or (pattern.wgt != pattern.wgt[0]).any():
             return None
-        d_sorted = np.sort(plan.dst)  # distinct destinations (np.unique would import numpy.ma: 10 ms)
+        d_sorted = np.sort(pattern.dst)  # distinct destinations (np.unique would import numpy.ma: 10 ms)
         if (d_sorted[1:] == d_sorted[:-1]).any():
             return None
         dst = _affine_view(state.acc, plan, "dst", state.uop_dst[r[1] : r[2]], r[5], r[6])
@@ -386,7 +387,7 @@ class InOrderRun:
         if dst is None or src is None:
             return None
         ftype = _exact_float(cfg, 1)
-        tile = int(plan.wgt[0])
+        tile = plan.first("wgt")
         weights: list = [-1, None, 0]  # (weight generation, W^T as floats, +1/-1 when W is +-identity else 0)
 
         def work() -> None:

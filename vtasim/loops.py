@@ -39,19 +39,55 @@ def chunk_size(cfg: VTAConfig) -> int:
 
 @dataclass
 class LoopPlan:
-    """Flattened per-execution indices of one GEMM/ALU instruction, or of one chunk of it."""
+    """Flattened per-execution indices of one GEMM/ALU instruction, or of one chunk of it.
+
+    ``index`` holds the (dst, src, wgt) index arrays; a plan moved from a
+    template (``moved``) makes them from the template's only when something
+    reads them: most moved kernels run from what the units carried over.
+    """
 
     iter_out: int
     iter_in: int
     n_uops: int
-    dst: np.ndarray
-    src: np.ndarray
-    wgt: np.ndarray | None
+    index: tuple[np.ndarray, np.ndarray, np.ndarray | None] | None  # None: a moved plan's, not made yet
     shape: tuple = ()  # loop fields and micro-ops relative to the first one: equal for shifted kernels
     extra: dict = field(default_factory=dict)  # facts derived by the units, cached with the plan
     shapes: dict = field(default_factory=dict)  # facts that depend only on ``shape``, shared between plans
     origin: tuple[int, int, int] = (0, 0, 0)  # the (i, j, u) of the first execution, for a chunk
     lanes: int = 0  # 8-byte values the plan holds, with what the units cached in ``extra``
+    moved_from: tuple[LoopPlan, tuple[int, int, int]] | None = None  # template and (dst, src, wgt) offsets
+
+    @property
+    def dst(self) -> np.ndarray:
+        return (self.index or self._moved_index())[0]
+
+    @property
+    def src(self) -> np.ndarray:
+        return (self.index or self._moved_index())[1]
+
+    @property
+    def wgt(self) -> np.ndarray | None:
+        return (self.index or self._moved_index())[2]
+
+    def _moved_index(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        template, (dst, src, wgt) = self.moved_from
+        self.index = (template.dst + dst, template.src + src, None if template.wgt is None else template.wgt + wgt)
+        self.lanes += sum(a.size for a in self.index if a is not None)
+        return self.index
+
+    def first(self, name: str) -> int:
+        """The first execution's ``name`` index (dst, src or wgt; 0 when there is none), read without making
+        a moved plan's indices."""
+        if self.index is None:
+            template, offsets = self.moved_from
+            return template.first(name) + offsets[FIELDS.index(name)] if template.count else 0
+        values = self.index[FIELDS.index(name)]
+        return int(values[0]) if values is not None and values.size else 0
+
+    def unmoved(self) -> LoopPlan:
+        """The plan this one was moved from (itself when not moved): what does not change when indices move
+        by constants (which of them repeat, which are equal) can be read off its indices."""
+        return self if self.moved_from is None else self.moved_from[0].unmoved()
 
     @property
     def count(self) -> int:
@@ -68,10 +104,9 @@ class LoopPlan:
 
 def moved(plan: LoopPlan, dst: int, src: int, wgt: int) -> LoopPlan:
     """The plan of the same kernel placed elsewhere: every index moved by a constant (no facts yet)."""
-    index = (plan.dst + dst, plan.src + src, None if plan.wgt is None else plan.wgt + wgt)
-    return LoopPlan(plan.iter_out, plan.iter_in, plan.n_uops, *index, plan.shape, shapes=plan.shapes,
-                    origin=plan.origin, lanes=sum(a.size for a in index if a is not None))  # what the units
-    # carry over (gemm.carry_layout, alu.carry_facts) and cache later adds to it
+    return LoopPlan(plan.iter_out, plan.iter_in, plan.n_uops, None, plan.shape, shapes=plan.shapes,
+                    origin=plan.origin, moved_from=(plan, (dst, src, wgt)))  # lanes: what the units carry over
+    # (gemm.carry_layout, alu.carry_facts) and cache, and the indices once made
 
 
 Box = tuple[int, int, int, int, int, int]  # i0, i1, j0, j1, u0, u1
@@ -136,7 +171,7 @@ def _plan(state: MachineState, insn: Instruction, box: Box, shapes: dict) -> Loo
     shape += tuple((u - u[0]).tobytes() if u.size else b"" for u in parts)
     if not gemm and parts[0].size:
         shape += (int(index["src"][0]) - int(index["dst"][0]),)
-    return LoopPlan(*dims, index["dst"], index["src"], index.get("wgt"), shape, shapes=shapes,
+    return LoopPlan(*dims, (index["dst"], index["src"], index.get("wgt")), shape, shapes=shapes,
                     origin=(i0, j0, u0), lanes=PLAN_LANES * dims[0] * dims[1] * dims[2])
 
 
