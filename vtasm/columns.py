@@ -56,10 +56,11 @@ class StreamColumns:
         return found if found is not None else np.zeros(len(self), dtype=np.int64)
 
 
-def _cut(halves: tuple[np.ndarray, np.ndarray], f: isa.PlacedField) -> np.ndarray:
-    """Field ``f`` of every instruction from its (lo, hi) words, sign-extended when the field is signed."""
+def _cut(halves: tuple[np.ndarray, np.ndarray], f: isa.PlacedField, out: np.ndarray | None = None) -> np.ndarray:
+    """Field ``f`` of every instruction from its (lo, hi) words, sign-extended when the field is signed
+    (written into ``out``, an int64 row, when given)."""
     word, offset = divmod(f.offset, isa.WORD_BITS)
-    values = halves[word] >> np.uint64(offset)
+    values = np.right_shift(halves[word], np.uint64(offset), out=None if out is None else out.view(np.uint64))
     values &= np.uint64((1 << f.width) - 1)
     values = values.view(np.int64)  # fields are narrower than 64 bits: the same numbers
     if f.signed:
@@ -103,16 +104,15 @@ def decode_columns(data: bytes, cfg: VTAConfig) -> StreamColumns:
             where = placements.setdefault(f.name, {})
             where[f] = where[f] | rows if f in where else rows
     halves = (np.ascontiguousarray(words[:, 0]), np.ascontiguousarray(words[:, 1]))
+    block = np.empty((len(placements), n), dtype=np.int64)  # every column in one allocation
     fields: dict[str, np.ndarray] = {}
-    for name, where in placements.items():
-        column = None
-        for f, rows in where.items():
-            values = _cut(halves, f)
-            if column is None:
-                column = values
+    for column, (name, where) in zip(block, placements.items(), strict=True):
+        for k, (f, rows) in enumerate(where.items()):
+            if k == 0:
+                _cut(halves, f, column)
                 column *= rows  # zero where no kind lays the field out
             else:
-                np.copyto(column, values, where=rows)
+                np.copyto(column, _cut(halves, f), where=rows)
         fields[name] = column
     return StreamColumns(cfg, bytes(data), opcode, known, canonical, fields)
 
