@@ -67,3 +67,18 @@ def test_conformance_programs_survive_disassembly(case):
     text = disassemble(program)
     assert write_vbin(assemble(text, "rt.vasm")) == write_vbin(program)
     assert disassemble(assemble(text, "rt.vasm")) == text
+
+
+def test_names_spelled_like_keywords_survive_disassembly():
+    """A configuration key or a segment named like one of the grammar's keywords (align, from, tile, ...) is
+    written as a string, which the assembler reads back (the lexer would take the bare word as the keyword)."""
+    import dataclasses
+
+    from vtasm.program import Program, Segment
+
+    cfg = dataclasses.replace(golden_config("default"), extra=(("align", None), ("from", "x"), ("TARGET", "sim")))
+    program = Program(cfg, [], insn_addr=0x2000, segments=[Segment("tile", 0x1000, bytes(range(16)))],
+                      source_map=None)
+    text = disassemble(program)
+    assert '"align"=null' in text and '"from"=' in text
+    assert write_vbin(reassemble(program)) == write_vbin(program)

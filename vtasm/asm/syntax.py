@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 from vtasm import isa
 from vtasm.config import VTAConfig
@@ -184,7 +185,13 @@ _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 def is_identifier(name: str) -> bool:
-    return bool(_IDENT.fullmatch(name))
+    """Whether a name lexes as a plain word: an identifier that is not one of the grammar's keywords."""
+    return bool(_IDENT.fullmatch(name)) and name not in KEYWORDS
+
+
+# the words grammar.lark spells out (tile, align, from, ...): the lexer reads them as keywords, so a name or
+# key spelled like one is written as a string
+KEYWORDS = frozenset(re.findall(r'"([A-Za-z_][A-Za-z0-9_]*)"', (Path(__file__).with_name("grammar.lark")).read_text()))
 
 
 def is_symbol_name(name: str) -> bool:
