@@ -16,7 +16,7 @@ runs the stream from its columns (the simulator) never builds them at all.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -25,6 +25,7 @@ from . import isa
 from .config import VTAConfig
 from .encoding import Instruction
 from .errors import EncodeError
+from .lazy import LazyList
 
 INSN_BYTES = isa.INSN_BITS // 8
 
@@ -122,22 +123,21 @@ def _decode_order(placed: tuple[isa.PlacedField, ...]) -> list[str]:
     return [f.name for f in sorted(placed, key=lambda f: -f.offset)]
 
 
-class InstructionList(Sequence):
+class InstructionList(LazyList[Instruction]):
     """A decoded stream that builds each Instruction on first use (same objects as Codec.decode)."""
+
+    noun = "instruction"
 
     def __init__(self, columns: StreamColumns):
         self.columns = columns
-        self._built: list[Instruction | None] = [None] * len(columns)
         self._names = {op: _decode_order(isa.layout(spec.name, columns.cfg)) for op, spec in isa.KIND_BY_OPCODE.items()}
         self._head = _decode_order(isa.layout("finish", columns.cfg))
+        super().__init__(len(columns))
 
     @property
     def data(self) -> bytes:
         """The stream's bytes, as read."""
         return self.columns.data
-
-    def __len__(self) -> int:
-        return len(self._built)
 
     def _build(self, i: int) -> Instruction:
         c = self.columns
@@ -147,30 +147,6 @@ class InstructionList(Sequence):
         if c.known[i] and c.canonical[i]:
             return Instruction(isa.KIND_BY_OPCODE[op].name, fields)
         return Instruction("raw", fields, raw=c.data[i * INSN_BYTES : (i + 1) * INSN_BYTES])
-
-    def __getitem__(self, index):  # type: ignore[override]
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError("instruction index out of range")
-        found = self._built[index]
-        if found is None:
-            found = self._built[index] = self._build(index)
-        return found
-
-    def __iter__(self) -> Iterator[Instruction]:
-        for i in range(len(self)):
-            yield self[i]
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
-            return NotImplemented
-        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
-
-    def __repr__(self) -> str:
-        return f"InstructionList({len(self)} instructions)"
 
 
 def decode_stream(data: bytes, cfg: VTAConfig) -> InstructionList:

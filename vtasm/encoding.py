@@ -22,6 +22,7 @@ import numpy as np
 from . import isa
 from .config import VTAConfig
 from .errors import EncodeError
+from .lazy import LazyList
 
 
 @dataclass
@@ -208,12 +209,14 @@ class Codec:
         return MicroOpList(bytes(data), self.cfg)
 
 
-class MicroOpList(Sequence):
+class MicroOpList(LazyList[MicroOp]):
     """Decoded micro-op words that build each MicroOp on first use (equal to Codec.decode_uop's).
 
     The words are kept as read, so encoding the list again gives them back
     without a pass over MicroOp objects (Codec.encode_uops).
     """
+
+    noun = "micro-op"
 
     def __init__(self, data: bytes, cfg: VTAConfig):
         self.data, self.cfg = data, cfg
@@ -224,36 +227,11 @@ class MicroOpList(Sequence):
             self._fields.append((words >> f.offset) & ((1 << f.width) - 1))
             known |= ((1 << f.width) - 1) << f.offset
         self._words, self._stray = words, (words & ~known) != 0
-        self._built: list[MicroOp | None] = [None] * len(words)
+        super().__init__(len(words))
 
-    def __len__(self) -> int:
-        return len(self._built)
-
-    def __getitem__(self, index):  # type: ignore[override]
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError("micro-op index out of range")
-        found = self._built[index]
-        if found is None:
-            d, s, w = (int(col[index]) for col in self._fields)
-            raw = int(self._words[index]) if self._stray[index] else None
-            found = self._built[index] = MicroOp(d, s, w, raw=raw)
-        return found
-
-    def __iter__(self):
-        for i in range(len(self)):
-            yield self[i]
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, Sequence) or isinstance(other, (str, bytes)):
-            return NotImplemented
-        return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
-
-    def __repr__(self) -> str:
-        return f"MicroOpList({len(self)} micro-ops)"
+    def _build(self, i: int) -> MicroOp:
+        d, s, w = (int(col[i]) for col in self._fields)
+        return MicroOp(d, s, w, raw=int(self._words[i]) if self._stray[i] else None)
 
 
 @lru_cache(maxsize=16)
