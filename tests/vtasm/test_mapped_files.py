@@ -119,3 +119,24 @@ def test_segments_of_a_mapped_file_serialise_like_bytes(tmp_path):
     layout = json.loads((tmp_path / "raw" / "layout.json").read_text())
     big = next(s for s in layout["segments"] if s["addr"] == 0x10000)
     assert (tmp_path / "raw" / big["file"]).read_bytes() == program.segments[0].data
+
+
+def test_a_large_data_chunk_checked_on_a_thread_still_reports_first_in_file_order(tmp_path):
+    """A large DATA chunk's CRC is checked on a thread while the rest is decoded (vbin.DataCheck): a corrupt
+    DATA chunk is still the error reported, also when a later problem (bytes after the last chunk) is
+    found first, and no thread is left behind."""
+    import threading
+
+    path = tmp_path / "big.vbin"
+    save_vbin(big_program(2 * MAP_AT_LEAST), path)
+    raw = bytearray(path.read_bytes())
+    (data_at, _), = [(p, n) for tag, _, p, n in chunk_table(bytes(raw)) if tag == "DATA"]
+    raw[data_at + 100] ^= 0x01
+    threads = threading.active_count()
+    path.write_bytes(bytes(raw))
+    with pytest.raises(FormatError, match=r"CRC mismatch in chunk DATA"):
+        load_vbin(path)
+    path.write_bytes(bytes(raw) + bytes(16))
+    with pytest.raises(FormatError, match=r"CRC mismatch in chunk DATA"):
+        load_vbin(path)
+    assert threading.active_count() == threads

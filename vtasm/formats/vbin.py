@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import json
 import struct
+import threading
 import zlib
 from pathlib import Path
 
 from vtasm.columns import decode_stream, stream_bytes
 from vtasm.config import LOG_KEYS, VTAConfig
 from vtasm.encoding import codec_for
-from vtasm.errors import FormatError
+from vtasm.errors import FormatError, VtaError
 from vtasm.fileio import pieces, read_mapped, write_atomic
 from vtasm.program import Program, Segment
 
@@ -63,8 +64,9 @@ def write_vbin(program: Program) -> bytes:
     return b"".join(out)
 
 
-def _split_chunks(data: bytes, origin: str) -> dict[str, bytes]:
-    """Check the header and framing; return each chunk's payload by tag."""
+def _split_chunks(data: bytes, origin: str, later: DataCheck | None = None) -> dict[str, bytes]:
+    """Check the header and framing; return each chunk's payload by tag. A large DATA chunk's CRC is left
+    to ``later`` (checked on another thread while the caller decodes the rest), when one is given."""
     if len(data) < len(MAGIC):
         if data and MAGIC.startswith(data):
             raise FormatError(f"{origin}: truncated: header is missing {HEADER.size - len(data)} bytes")
@@ -94,7 +96,9 @@ def _split_chunks(data: bytes, origin: str) -> dict[str, bytes]:
         if end > len(data):
             raise FormatError(f"{origin}: truncated: chunk {tag} is missing {end - len(data)} bytes")
         payload = view[start : start + length]
-        if _crc32(payload) != crc:
+        if later is not None and tag == "DATA" and length >= DataCheck.MIN_BYTES:
+            later.start(payload, crc)
+        elif _crc32(payload) != crc:
             raise FormatError(f"{origin}: CRC mismatch in chunk {tag} (the file is corrupt)")
         if any(view[start + length : end]):
             raise FormatError(f"{origin}: chunk {tag}: padding bytes are not zero")
@@ -106,6 +110,31 @@ def _split_chunks(data: bytes, origin: str) -> dict[str, bytes]:
     if pos != len(data):
         raise FormatError(f"{origin}: {len(data) - pos} unexpected bytes after the last chunk")
     return chunks
+
+
+class DataCheck:
+    """The CRC of a large DATA chunk, computed on a thread of its own (zlib lets go of the GIL) while the
+    reader decodes the instruction stream; ``wait`` gives its verdict."""
+
+    MIN_BYTES = 1 << 20  # below this, a thread costs more than it saves
+
+    def __init__(self) -> None:
+        self._thread: threading.Thread | None = None
+        self._ok = True
+
+    def start(self, payload: memoryview, crc: int) -> None:
+        def check() -> None:
+            self._ok = _crc32(payload) == crc
+
+        self._thread = threading.Thread(target=check, name="vbin-crc", daemon=True)
+        self._thread.start()
+
+    def wait(self) -> bool:
+        """Whether the chunk's CRC matched (True when nothing was left to check)."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        return self._ok
 
 
 def _crc32(payload: memoryview) -> int:
@@ -137,7 +166,23 @@ def read_vbin(data: bytes, origin: str = "<vbin>", lazy_source_map: bool = False
     """
     if not isinstance(data, bytes) and not (isinstance(data, memoryview) and data.readonly):
         data = bytes(data)  # segments are views of the data: it must not change under them
-    chunks = _split_chunks(data, origin)
+    later = DataCheck()
+    corrupt = FormatError(f"{origin}: CRC mismatch in chunk DATA (the file is corrupt)")
+    try:
+        program = _read_chunks(_split_chunks(data, origin, later), origin, lazy_source_map)
+    except VtaError:
+        if not later.wait():
+            raise corrupt from None  # what checking the chunks in file order reports first
+        raise
+    finally:
+        later.wait()  # the thread never outlives the call
+    if not later.wait():
+        raise corrupt
+    return program
+
+
+def _read_chunks(chunks: dict[str, bytes], origin: str, lazy_source_map: bool) -> Program:
+    """The program from the checked chunks."""
     meta = meta_from_json(parse_json(chunks["META"], f"{origin}: META"), f"{origin}: META")
     _check_sizes(meta, chunks, origin)
     codec = codec_for(meta.config)
