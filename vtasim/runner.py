@@ -67,11 +67,13 @@ def simulate(program: Program, opts: RunOptions, trace_out: TextIO | None = None
     if not opts.zero_inputs:
         _check_inputs(program, opts)
     _check_outputs(program, opts, machine.state.dram)
-    out = trace_out or sys.stdout
+    out = trace_out
     if opts.trace or opts.check_races or opts.lint:  # loaded only when asked for: start-up stays short
         from .lint import Linter
         from .races import RaceChecker
-        from .trace import Locator, jsonl_tracer, text_tracer, trace_header
+        from .trace import Locator, TraceStream, jsonl_tracer, text_tracer, trace_header
+
+        out = out or TraceStream(sys.stdout)  # a reader that goes away stops the trace, not the run
     if opts.trace == "text":
         out.write(trace_header(program))
         locator = Locator(program) if opts.trace_source else None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import os
 from collections.abc import Callable
 from typing import TextIO
 
@@ -22,6 +23,27 @@ from .pipeline import StepEvent
 from .state import MachineState
 
 UOP_LINE = "[{slot:04d}]\t acc={dst}, inp={src}, wgt={wgt}\n"
+
+
+class TraceStream:
+    """The trace's way to stdout. When its reader goes away (a closed pipe: ``--trace | head``), the rest of
+    the trace is dropped and stdout is pointed at the null device: the run goes on and still writes its
+    results, instead of stopping half way with nothing written."""
+
+    def __init__(self, stream: TextIO):
+        self.stream = stream
+        self.gone = False
+
+    def write(self, text: str) -> None:
+        if self.gone:
+            return
+        try:
+            self.stream.write(text)
+        except BrokenPipeError:
+            self.gone = True
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, self.stream.fileno())  # what is still buffered, or printed later, goes nowhere
+            os.close(devnull)
 
 
 class Locator:

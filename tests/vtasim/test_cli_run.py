@@ -216,3 +216,23 @@ def test_raw_directory_keeps_tensor_names_for_inputs_and_outputs(files):
     assert np.array_equal(np.load(d / "y.npy"), Y)
     missing = run(d, "--input", f"x={d / 'x.npy'}", program="mm.raw")
     assert missing.exit_code == 1 and "tensor w " in missing.stderr
+
+
+def test_a_trace_reader_that_goes_away_stops_the_trace_not_the_run(files):
+    """`vtasim run ... --trace | head -1`: the pipe closes under the trace; the run still finishes, writes
+    the outputs it was asked for, and exits 0 (before, it stopped quietly with nothing written)."""
+    import os
+
+    d, _ = files
+    exe = REPO / ".venv" / "bin" / "vtasim"
+    cmd = [str(exe)] if exe.exists() else [sys.executable, "-m", "vtasim.cli"]
+    read, write = os.pipe()
+    os.close(read)  # the reader is gone before the first line: every write to stdout fails
+    try:
+        done = subprocess.run([*cmd, "run", str(d / "mm.vbin"), *with_inputs(d), "--output", f"y={d / 'y.npy'}",
+                               "--trace"], stdout=write, stderr=subprocess.PIPE, text=True, timeout=60)
+    finally:
+        os.close(write)
+    assert done.returncode == 0, done.stderr
+    assert "FINISH after" in done.stderr
+    assert np.array_equal(np.load(d / "y.npy"), Y)
