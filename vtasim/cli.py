@@ -40,7 +40,7 @@ def main() -> None:
 @click.option("--output", "outputs", multiple=True, metavar="NAME=FILE.npy", help="Tensor output (logical layout).")
 @click.option("--dump-dram", "dram_dumps", multiple=True, metavar="ADDR:NBYTES:FILE", help="Write a DRAM range.")
 @click.option("--out-dir", type=click.Path(file_okay=False), help="Where the program's result ranges go "
-              "(default: PROGRAM.out next to the program).")
+              "(default: next to the program, named after it: k.vbin -> k.out/).")
 @click.option("--max-ops", type=click.IntRange(min=1), default=DEFAULT_MAX_OPS, show_default=True,
               help="Budget of instructions plus micro-op executions.")
 @click.option("--profile", is_flag=True, help="Print the profiler counters as JSON.")
