@@ -86,6 +86,8 @@ class RaceChecker:
         self.stage_last[event.stage] = vc
         self.clock_of[event.index] = vc
         self.by_clock[(sid, int(vc[sid]))] = event.index
+        if event.insn.kind == "finish":
+            self._check_results(event.index, vc)
         acc = accesses(self.machine.state, event.insn, self.machine.plans)
         for name, idx in acc.reads.items():
             if name in self.shadows and idx.size:
@@ -115,7 +117,16 @@ class RaceChecker:
         else:
             sh.r_clock[sid, idx] = vc[sid]
 
-    def _report(self, name, idx, bad, stages, clocks, first_access, index, write) -> None:
+    def _check_results(self, index: int, vc: np.ndarray) -> None:
+        """FINISH tells the host the results are in DRAM: every STORE's write must be ordered before it."""
+        sh = self.shadows["dram"]
+        store = STAGE_ID[isa.STORE_STAGE]
+        late = np.flatnonzero((sh.w_stage == store) & (sh.w_clock > vc[store]))
+        if late.size:
+            self._report("dram", late, np.ones(late.size, dtype=bool), np.full(late.size, store), sh.w_clock[late],
+                         "writes", index, False, "ends the program, after which the host reads DRAM")
+
+    def _report(self, name, idx, bad, stages, clocks, first_access, index, write, second: str | None = None) -> None:
         if not bad.any():
             return
         where = np.flatnonzero(bad)
@@ -127,7 +138,8 @@ class RaceChecker:
             lo, hi = int(hit.min()), int(hit.max())
             race_key = (name, first, index, first_access)
             if race_key not in self.races:
-                self.races[race_key] = Race(name, first, first_access, index, "writes" if write else "reads", lo, hi)
+                self.races[race_key] = Race(name, first, first_access, index,
+                                            second or ("writes" if write else "reads"), lo, hi)
 
     def report(self) -> list[Race]:
         """Races found, ordered by the later instruction."""

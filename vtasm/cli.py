@@ -29,7 +29,8 @@ def main() -> None:
 
 @main.command()
 @click.argument("source", type=click.Path(dir_okay=False))
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Output .vbin (default: the source with .vbin for .vasm: k.vasm -> k.vbin).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Output .vbin (default: the source with .vbin for .vasm: k.vasm -> k.vbin).")
 @config_option
 @traceback_option
 @reports_errors

@@ -104,6 +104,15 @@ def test_load_of_stored_dram_without_token_is_a_race():
     assert "DRAM bytes" in found[0].describe(gemm_store_program("dram", reload=True))
 
 
+def test_finish_that_waits_for_no_store_is_a_race():
+    """FINISH tells the host the results are in DRAM; without popping the STORE's token it may come first."""
+    program = gemm_store_program()
+    early = program.instructions[:-1] + [finish()]  # FINISH no longer pops the store's token
+    found = races(type(program)(**{**program.__dict__, "instructions": early}))
+    assert [(r.buffer, r.first, r.first_access, r.second) for r in found] == [("dram", 3, "writes", 4)]
+    assert "ends the program" in found[0].describe(program)
+
+
 @settings(max_examples=30, deadline=None)
 @given(randprog.bodies(), randprog.seeds)
 def test_token_chained_random_programs_have_no_races(body, seed):

@@ -100,6 +100,24 @@ def test_report_adds_up():
     assert report.as_dict()["cycles"] == report.cycles and isinstance(report.as_dict()["cycles"], int)
 
 
+def test_work_past_finish_is_not_counted_in_the_run_and_is_reported():
+    """A FINISH that pops no token from the store stage can end the run with the STORE still going: the
+    store's time is counted up to the end of the run (the four figures still add up) and reported."""
+    cfg = default_config()
+    from vtasm.encoding import MicroOp
+
+    body = chain([load(2, 0, 0, 16), gemm(0, 1, (4, 4)), store(0, 0, 64)])
+    early = [*body[:-1], finish()]  # FINISH waits for nothing
+    report = time_program(Program(cfg, early, [MicroOp(0, 0, 0)]), load_profile()).report
+    for name in ("fetch", "load", "compute", "store"):
+        m = report.modules[name]
+        assert m["busy"] + m["token"] + m["memory"] + m["idle"] == report.cycles
+    assert report.modules["store"]["after_finish"] == 1
+    assert "still running when FINISH ended the run" in report.text()
+    waited = time_program(Program(cfg, body, [MicroOp(0, 0, 0)]), load_profile()).report
+    assert waited.modules["store"]["after_finish"] == 0 and waited.cycles > report.cycles
+
+
 def test_utilisation_against_peak_by_hand():
     """A lone 16-execution GEMM: 16 x 256 MACs; peak is 256 MACs per 4 cycles, so 16 * 4 / cycles."""
     cfg = default_config()

@@ -3,7 +3,9 @@
 Per module the cycles of the run split into *busy* (executing, memory waits
 excluded), *token* (an instruction was in the queue but a token it pops had
 not arrived), *memory* (its bursts waited for the memory engine) and *idle*
-(nothing to do: the queue was empty). The four add up to the total cycles.
+(nothing to do: the queue was empty). The four add up to the total cycles:
+work still running when FINISH completes (a FINISH that pops no token from
+the last STOREs) is counted only up to then, and reported as such.
 For fetch, *busy* is dispatching, *memory* reading a chunk, and *token* the
 cycles it stalled because a module's command queue was full.
 """
@@ -90,6 +92,9 @@ class TimingReport:
         for name, m in self.modules.items():
             parts = ", ".join(f"{k} {v:,} ({100 * v / self.cycles:.0f}%)" for k, v in m.items()
                               if k in ("busy", "token", "memory", "idle"))
+            if m.get("after_finish"):
+                parts += (f"; {m['after_finish']:,} instruction(s) still running when FINISH ended the run "
+                          "(FINISH waits for no token from them)")
             lines.append(f"  {name:8s} {parts}")
         lines.append(f"  GEMM {self.gemm_utilisation:.1%} of peak ({self.macs:,} MACs); "
                      f"{self.gops:.2f} GOPS of {self.peak_gops:.1f}")
@@ -106,19 +111,23 @@ def summarise(timeline: Timeline, works: list[Work], cfg: VTAConfig, profile: Pr
     modules: dict[str, dict[str, int]] = {}
     alu_busy = 0
     for m, name in enumerate(MODULES):
-        busy = token = memory = 0
+        busy = token = memory = late = 0
         for it in timeline.insns:
             if it.module != m:
                 continue
-            token += it.start - it.ready
-            memory += it.mem_wait
-            busy += it.end - it.start - it.mem_wait
+            # what runs on past FINISH (a FINISH that waits for no STORE) is not in the run's cycles
+            start, end = min(it.start, cycles), min(it.end, cycles)
+            token += start - min(it.ready, cycles)
+            waited = min(it.mem_wait, end - start)
+            memory += waited
+            busy += end - start - waited
+            late += it.end > cycles
             if works[it.index].unit == "alu":
-                alu_busy += it.end - it.start
+                alu_busy += end - start
         busy = max(busy, 0)
         entry = {"busy": busy, "token": token, "memory": memory,
                  "idle": max(cycles - busy - token - memory, 0), "instructions": sum(
-                     1 for it in timeline.insns if it.module == m)}
+                     1 for it in timeline.insns if it.module == m), "after_finish": late}
         modules[name] = entry
     modules["compute"]["alu"] = alu_busy
     # Fetch: memory = from a chunk's read to its last beat, busy = dispatching, queue_full = stalled on a
@@ -132,7 +141,7 @@ def summarise(timeline: Timeline, works: list[Work], cfg: VTAConfig, profile: Pr
         fetch_memory += max(last_dispatch + profile.fetch_dispatch - accept - dispatching - stalled, 0)
     modules = {"fetch": {"busy": fetch_busy, "token": fetch_stalled, "memory": fetch_memory,
                          "idle": max(cycles - fetch_busy - fetch_stalled - fetch_memory, 0),
-                         "instructions": len(works)}, **modules}
+                         "instructions": len(works), "after_finish": 0}, **modules}
     read_bytes = sum(w.bytes for w in works if w.kind == "read")
     read_bytes += 16 * len(works)
     write_bytes = sum(w.bytes for w in works if w.kind == "write")
