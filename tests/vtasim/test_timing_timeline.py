@@ -199,3 +199,17 @@ def test_gantt_without_matplotlib_says_what_to_install(kinds, tmp_path, monkeypa
     with pytest.raises(UsageError, match=r"pip install 'vta-toolchain\[plot\]'") as err:
         draw_gantt(time_program(kinds, load_profile()), kinds, path)
     assert "\n" not in str(err.value) and not path.exists()
+
+
+def test_crowded_rows_show_each_kinds_share_of_every_pixel():
+    """A row with more bars than pixels is drawn by share: the cycles each kind covers in every pixel
+    (checked by hand), so short busy bars no longer hide the long token waits between them."""
+    import numpy as np
+
+    from vtasim.timing.gantt import _coverage
+
+    bars = [(0, 5, "gemm", 0), (8, 12, "gemm", 2), (3, 9, "token wait", -1)]
+    edges, shares = _coverage(bars, 4.0)
+    assert edges.tolist() == [0, 4, 8, 12]
+    assert np.allclose(shares["gemm"], [1.0, 0.25, 1.0])
+    assert np.allclose(shares["token wait"], [0.25, 1.0, 0.25])

@@ -4,8 +4,11 @@ Rows: fetch, load, compute, store and the memory engine's read and write
 channels. Instructions are bars coloured by kind, the cycles an instruction
 waited for tokens a thin grey bar before it, memory bursts bars coloured by
 the client that asked for them. Bars closer than a pixel that are of one kind
-are merged and every bar is at least a pixel wide, so programs of
-thousands of instructions draw quickly and nothing short disappears. Under
+are merged and every bar is at least a pixel wide, so nothing short
+disappears; a row with more bars than it has room for is drawn a pixel at a
+time instead, each kind as tall as its share of the pixel's cycles, so a
+module that mostly waits for tokens looks it. Programs of thousands of
+instructions draw quickly. Under
 the chart, each module's cycles split into busy, token wait, memory wait and
 idle. matplotlib is imported only here, and only when drawing.
 """
@@ -45,8 +48,13 @@ def _bars(result: TimingResult) -> dict[int, list[tuple[int, int, str, int]]]:
     """Per row: (start, end, kind, instruction index or -1), sorted by start."""
     rows: dict[int, list[tuple[int, int, str, int]]] = defaultdict(list)
     tl = result.timeline
-    for _, accept, last, _stalled in tl.fetches:
-        rows[0].append((accept, max(last, accept + 1), "fetch", -1))
+    for _, accept, last, stalled in tl.fetches:
+        # a chunk's dispatching, then the cycles it stalled on a full command queue, shown as a wait (the
+        # report counts them under "token"; where in the chunk they fell is not kept, so they are drawn last)
+        busy_end = max(last - stalled, accept + 1)
+        rows[0].append((accept, busy_end, "fetch", -1))
+        if last > busy_end:
+            rows[0].append((busy_end, last, "token wait", -1))
     for it in tl.insns:
         row = 1 + it.module
         if it.start > it.ready:
@@ -83,6 +91,45 @@ def _merge(bars: list[tuple[int, int, str, int]], pixel: float) -> dict[str, lis
     return out
 
 
+def _coverage(bars: list[tuple[int, int, str, int]], pixel: float):
+    """For a crowded row: the pixel edges, and per kind the fraction of each pixel's cycles its bars cover."""
+    import numpy as np
+
+    end = max(e for _, e, _, _ in bars)
+    edges = np.arange(0.0, end + pixel, pixel)
+    shares = {}
+    for kind in sorted({k for _, _, k, _ in bars}):
+        starts = np.sort(np.array([s for s, _, k, _ in bars if k == kind], dtype=float))
+        ends = np.sort(np.array([e for _, e, k, _ in bars if k == kind], dtype=float))
+        # cycles covered before x: the sum over bars of (min(x, end) - start) for the bars begun by x
+        before = []
+        for a in (starts, ends):
+            n = np.searchsorted(a, edges)
+            before.append(n * edges - np.r_[0.0, np.cumsum(a)][n])
+        shares[kind] = np.clip(np.diff(before[0] - before[1]) / pixel, 0.0, 1.0)
+    return edges, shares
+
+
+def _draw_crowded(ax, bars: list[tuple[int, int, str, int]], pixel: float, y: float, used: set[str]) -> None:
+    """A row with more bars than it has room for, a pixel at a time: in each pixel the kinds' shares of its
+    cycles as stacked heights (instructions from the bottom, token waits above them), so a module that mostly
+    waits looks it. Drawn bar by bar, every bar a pixel wide at least, the short busy bars would cover the long
+    waits between them."""
+    import numpy as np
+
+    edges, shares = _coverage(bars, pixel)
+    band = 0.7
+    bottom = np.full(edges.size - 1, y - band / 2)
+    for kind in sorted(shares, key=lambda k: k == "token wait"):
+        height = np.minimum(shares[kind] * band, y + band / 2 - bottom)
+        if (height > 0).any():
+            used.add(kind)
+            top = bottom + height  # one filled outline per kind, stepping pixel by pixel
+            ax.fill_between(edges, np.r_[bottom, bottom[-1]], np.r_[top, top[-1]], step="post",
+                            color=COLOURS[kind], linewidth=0, zorder=2)
+        bottom = bottom + height
+
+
 def _title(result: TimingResult, program: Program, title: str | None) -> str:
     r = result.report
     text = (f"profile {r.profile}: {r.cycles:,} cycles = {r.seconds * 1e6:,.2f} \u00b5s at {r.clock_mhz:g} MHz, "
@@ -101,6 +148,9 @@ def _draw_timeline(ax, result: TimingResult, program: Program) -> None:
     labels: list[tuple[float, float, int, str]] = []
     for row, bars in _bars(result).items():
         y = n - 1 - row
+        if 3 * len(bars) > _PLOT_PX:  # more bars than the row has room for
+            _draw_crowded(ax, bars, pixel, y, used)
+            continue
         for kind, spans in _merge(bars, pixel).items():
             used.add(kind)
             wait = kind == "token wait"
