@@ -13,7 +13,9 @@ from vtasm.cli_support import config_option, open_program, reports_errors, trace
 from vtasm.errors import FormatError, SimFault, UsageError
 from vtasm.fileio import same_file
 
+from .faults import source_of
 from .io import default_out_dir, parse_assignment, parse_dram_range
+from .memory import check_dma
 from .pipeline import DEFAULT_MAX_OPS
 from .runner import RunOptions, simulate
 from .timing_cli import run_timing, timing_options, timing_request
@@ -74,6 +76,10 @@ def run(program: str, config_path: str | None, inputs: tuple[str, ...], zero_inp
     if timeline and same_file(timeline, program):
         raise UsageError(f"output file {timeline} is the program itself")
     if request.only:
+        try:  # no data is computed, but a LOAD or STORE whose fields leave its buffer still faults
+            check_dma(prog)
+        except SimFault as exc:
+            raise SimFault(exc.message + source_of(prog, exc.index), exc.index) from None
         result = run_timing(prog, request)
         if profile:
             click.echo(json.dumps({"cycles": result.report.cycles, "timing": result.report.as_dict()}, indent=1,

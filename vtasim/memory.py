@@ -16,50 +16,103 @@ from vtasm import isa
 from vtasm.encoding import Instruction
 
 from .faults import fault
-from .state import MachineState, int_dtype
+from .state import MachineState, check_dram, int_dtype
 
 UOP, WGT, INP, ACC, OUT, ACC8 = (isa.MEM_TYPES[n] for n in ("uop", "wgt", "inp", "acc", "out", "acc8"))
 _BUFFER_NAMES = {UOP: "uop", WGT: "wgt", INP: "inp", ACC: "acc", ACC8: "acc"}
 
 
+def _dram_fault(base_byte: int, row_bytes: int, stride_bytes: int, rows: int, dram_bytes: int) -> str | None:
+    """Why ``rows`` rows of ``row_bytes`` every ``stride_bytes`` from ``base_byte`` leave DRAM (None: they don't)."""
+    last = base_byte + (rows - 1) * stride_bytes + row_bytes
+    if base_byte < 0 or last > dram_bytes:
+        return (f"DRAM bytes 0x{base_byte:x}..0x{last - 1:x} lie outside the program's memory "
+                f"(0x0..0x{dram_bytes - 1:x})")
+    return None
+
+
 def _dram_rows(state: MachineState, index: int, insn: Instruction, base_byte: int,
                row_bytes: int, stride_bytes: int, rows: int, writable: bool = False) -> np.ndarray:
     """A (rows, row_bytes) view of DRAM, faulting if any byte lies outside it."""
-    last = base_byte + (rows - 1) * stride_bytes + row_bytes
-    if base_byte < 0 or last > state.dram.size:
-        raise fault(
-            index, insn,
-            f"DRAM bytes 0x{base_byte:x}..0x{last - 1:x} lie outside the program's memory "
-            f"(0x0..0x{state.dram.size - 1:x})",
-        )
+    problem = _dram_fault(base_byte, row_bytes, stride_bytes, rows, state.dram.size)
+    if problem:
+        raise fault(index, insn, problem)
     view = as_strided(
         state.dram[base_byte:], shape=(rows, row_bytes), strides=(stride_bytes, 1), writeable=writable
     )
     return view
 
 
-def run_load(state: MachineState, index: int, insn: Instruction) -> int:
-    """Execute a LOAD; returns the bytes it counts for the profiler (0 for a NOP)."""
-    cfg = state.cfg
+def load_fault(cfg, dram_bytes: int, insn: Instruction) -> str | None:
+    """Why a LOAD faults, from its fields and the DRAM size alone (None: it does not), checked in the
+    order a run checks them."""
     mtype = insn["memory_type"]
     x_size, y_size = insn["x_size"], insn["y_size"]
     if mtype not in _BUFFER_NAMES:
-        raise fault(index, insn, f"LOAD of unknown memory type {mtype}")
+        return f"LOAD of unknown memory type {mtype}"
+    if x_size == 0:
+        return None
+    if mtype == ACC8 and (cfg.acc_width != 32 or cfg.inp_width != 8):
+        return "ACC_8BIT loads need 32-bit accumulators and 8-bit inputs"
+    total = (insn["x_pad_0"] + x_size + insn["x_pad_1"]) * (insn["y_pad_0"] + y_size + insn["y_pad_1"])
+    depth = {UOP: cfg.uop_depth, WGT: cfg.wgt_depth, INP: cfg.inp_depth}.get(mtype, cfg.acc_depth)
+    base = insn["sram_base"]
+    if base + total > depth:
+        return f"{_BUFFER_NAMES[mtype]} SRAM elements {base}..{base + total - 1} overflow the buffer (0..{depth - 1})"
+    if not y_size:
+        return None
+    elem = cfg.acc8_elem_bytes if mtype == ACC8 else isa.elem_bytes(cfg, mtype)
+    return _dram_fault(insn["dram_base"] * elem, x_size * elem, insn["x_stride"] * elem, y_size, dram_bytes)
+
+
+def store_fault(cfg, dram_bytes: int, insn: Instruction) -> str | None:
+    """Why a STORE faults, from its fields and the DRAM size alone (None: it does not)."""
+    x_size, y_size = insn["x_size"], insn["y_size"]
+    if x_size == 0:
+        return None
+    if insn["memory_type"] != OUT:
+        return f"STORE supports only memory type OUT, got {insn['memory_type']}"
+    pads = [insn[n] for n in ("y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1")]
+    if any(pads):
+        return f"STORE cannot pad (y_pad={pads[:2]}, x_pad={pads[2:]})"
+    base = insn["sram_base"]
+    end = base + x_size * y_size
+    if end > cfg.acc_depth:
+        return f"acc SRAM elements {base}..{end - 1} overflow the buffer (0..{cfg.acc_depth - 1})"
+    if y_size == 0:
+        return None
+    out = cfg.out_elem_bytes
+    return _dram_fault(insn["dram_base"] * out, x_size * out, insn["x_stride"] * out, y_size, dram_bytes)
+
+
+def check_dma(program) -> None:
+    """Raise the fault a run would raise for the first LOAD or STORE (in program order) whose fields alone
+    make it fault: what a timing run that computes no data (--timing-only) can still tell."""
+    cfg = program.config
+    dram_bytes = check_dram(program)
+    for index, insn in enumerate(program.instructions):
+        check = load_fault if insn.kind == "load" else store_fault if insn.kind == "store" else None
+        problem = check(cfg, dram_bytes, insn) if check else None
+        if problem:
+            raise fault(index, insn, problem)
+
+
+def run_load(state: MachineState, index: int, insn: Instruction) -> int:
+    """Execute a LOAD; returns the bytes it counts for the profiler (0 for a NOP)."""
+    cfg = state.cfg
+    problem = load_fault(cfg, state.dram.size, insn)
+    if problem:
+        raise fault(index, insn, problem)
+    mtype = insn["memory_type"]
+    x_size, y_size = insn["x_size"], insn["y_size"]
     if x_size == 0:
         return 0
-    if mtype == ACC8 and (cfg.acc_width != 32 or cfg.inp_width != 8):
-        raise fault(index, insn, "ACC_8BIT loads need 32-bit accumulators and 8-bit inputs")
     xp0, xp1, yp0, yp1 = insn["x_pad_0"], insn["x_pad_1"], insn["y_pad_0"], insn["y_pad_1"]
     xtotal, ytotal = xp0 + x_size + xp1, yp0 + y_size + yp1
     buf = state.buffer_bytes(ACC if mtype == ACC8 else mtype)
-    depth, sram_elem = buf.shape
+    sram_elem = buf.shape[1]
     base = insn["sram_base"]
     end = base + xtotal * ytotal
-    if end > depth:
-        raise fault(
-            index, insn,
-            f"{_BUFFER_NAMES[mtype]} SRAM elements {base}..{end - 1} overflow the buffer (0..{depth - 1})",
-        )
     tile = buf[base:end].reshape(ytotal, xtotal, sram_elem)
     if xp0 or xp1 or yp0 or yp1:
         tile[...] = 0
@@ -93,20 +146,14 @@ def _load_rows(state: MachineState, index: int, insn: Instruction, sram_elem: in
 def run_store(state: MachineState, index: int, insn: Instruction) -> int:
     """Execute a STORE; returns the bytes it counts for the profiler (0 for a NOP)."""
     cfg = state.cfg
+    problem = store_fault(cfg, state.dram.size, insn)
+    if problem:
+        raise fault(index, insn, problem)
     x_size, y_size = insn["x_size"], insn["y_size"]
-    if x_size == 0:
+    if x_size == 0 or y_size == 0:
         return 0
-    if insn["memory_type"] != OUT:
-        raise fault(index, insn, f"STORE supports only memory type OUT, got {insn['memory_type']}")
-    pads = [insn[n] for n in ("y_pad_0", "y_pad_1", "x_pad_0", "x_pad_1")]
-    if any(pads):
-        raise fault(index, insn, f"STORE cannot pad (y_pad={pads[:2]}, x_pad={pads[2:]})")
     base = insn["sram_base"]
     end = base + x_size * y_size
-    if end > cfg.acc_depth:
-        raise fault(index, insn, f"acc SRAM elements {base}..{end - 1} overflow the buffer (0..{cfg.acc_depth - 1})")
-    if y_size == 0:
-        return 0
     out_elem = cfg.out_elem_bytes
     values = state.acc[base:end].astype(int_dtype(cfg.out_width))  # keeps the low OUT_WIDTH bits
     data = values.view(np.uint8).reshape(y_size, x_size * out_elem)

@@ -235,4 +235,5 @@ def test_races_of_chunked_instructions_are_the_same(executions, monkeypatch):
     whole = reports()
     monkeypatch.setattr(loops, "CHUNK_LANES", chunk_lanes(cfg, executions))
     assert reports() == whole
-    assert len(whole) == 2 and "race on inp[0..6]" in whole[0] and "race on acc[0..4]" in whole[1]
+    assert len(whole) == 3 and "race on inp[0..6]" in whole[0] and "race on acc[0..4]" in whole[1]
+    assert "(FINISH, compute stage) ends the program" in whole[2]  # the FINISH pops no token from the STORE

@@ -98,3 +98,27 @@ def test_refusals(prog, args, code, message, tmp_path):
     assert message in result.output
     assert "Traceback" not in result.output
     assert not (tmp_path / "t.svg").exists() and not np.any([p.suffix == ".out" for p in tmp_path.iterdir()])
+
+
+@pytest.mark.parametrize("bad", [
+    {"kind": "load", "sram_base": 2040, "memory_type": 3},  # LOAD ACC of 16 elements past the accumulator
+    {"kind": "store", "dram_base": 1 << 20},  # STORE past the end of DRAM
+])
+def test_timing_only_faults_as_a_run_does_on_a_dma_whose_fields_leave_its_buffer(tmp_path, bad):
+    """--timing-only computes no data, but a LOAD or STORE that leaves its buffer or DRAM (known from its
+    fields) faults with the run's message and exit code 3 instead of getting cycles."""
+    import dataclasses
+
+    from vtasm.encoding import Instruction
+
+    program = matmul_program()
+    insns = list(program.instructions)
+    index = next(i for i, insn in enumerate(insns) if insn.kind == bad["kind"] and insn["x_size"])
+    fields = {**insns[index].fields, **{k: v for k, v in bad.items() if k != "kind"}}
+    insns[index] = Instruction(insns[index].kind, fields)
+    path = tmp_path / "bad.vbin"
+    save_vbin(dataclasses.replace(program, instructions=insns), path)
+    run = _run(path, "--zero-inputs")
+    only = _run(path, "--timing-only")
+    assert run.exit_code == only.exit_code == 3
+    assert only.stderr == run.stderr and f"instruction {index} " in only.stderr
