@@ -63,6 +63,12 @@ def compile_command(source: str, calibrate: str | None, params: str | None, outp
     from vtasim.timing.profile import resolve_profile
 
     refuse_overwriting(output, source)
+    kind = Path(source).suffix.lower()
+    if kind in (".vasm", ".vbin"):  # a program already: the next tool is the one it needs
+        hint = (f"assemble it with vtasm assemble {source}" if kind == ".vasm"
+                else f"run it with vtasim run {source}")
+        raise FormatError(f"{source}: a VTA {'assembly' if kind == '.vasm' else 'program'} file, not kernel "
+                          f"language (.vk) or an ONNX model; {hint}")
     if roofline is not None:
         refuse_overwriting(roofline, source)
         if Path(roofline).suffix.lower() != ".png":

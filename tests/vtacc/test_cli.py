@@ -126,3 +126,10 @@ def test_every_error_of_a_report_starts_with_error(tmp_path):
         f"error: {tmp_path / 'm.vk'}:6:14: shift amount must be 0..31, got 40",
         f"error: {tmp_path / 'm.vk'}:7:9: unknown name 'nope'",
     ]
+
+
+@pytest.mark.parametrize("name, hint", [("k.vasm", "vtasm assemble k.vasm"), ("k.vbin", "vtasim run k.vbin")])
+def test_a_program_given_to_the_compiler_names_the_tool_it_needs(tmp_path, name, hint):
+    (tmp_path / name).write_text("; a program, not kernel language\n")
+    done = tool("vtacc", name, cwd=tmp_path)
+    assert done.returncode == 1 and hint in done.stderr and done.stderr.count("\n") == 1

@@ -236,3 +236,15 @@ def test_a_trace_reader_that_goes_away_stops_the_trace_not_the_run(files):
     assert done.returncode == 0, done.stderr
     assert "FINISH after" in done.stderr
     assert np.array_equal(np.load(d / "y.npy"), Y)
+
+
+@pytest.mark.parametrize("name, hint", [("k.vasm", "vtasm assemble"), ("k.vk", "vtacc"), ("k.onnx", "vtacc")])
+def test_a_source_file_given_as_the_program_names_the_tool_to_run_first(tmp_path, name, hint):
+    (tmp_path / name).write_text("; not a program\n")
+    result = CliRunner().invoke(main, ["run", str(tmp_path / name)])
+    assert result.exit_code == 1 and hint in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_a_directory_without_a_layout_is_not_a_raw_program(tmp_path):
+    result = CliRunner().invoke(main, ["run", str(tmp_path)])
+    assert result.exit_code == 1 and "not a raw program directory" in result.stderr

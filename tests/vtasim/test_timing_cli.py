@@ -122,3 +122,10 @@ def test_timing_only_faults_as_a_run_does_on_a_dma_whose_fields_leave_its_buffer
     only = _run(path, "--timing-only")
     assert run.exit_code == only.exit_code == 3
     assert only.stderr == run.stderr and f"instruction {index} " in only.stderr
+
+
+def test_fetch_stalls_are_called_queue_full_in_the_text_report(prog):
+    """The fetch module pops no token: the cycles it waits on a full command queue are labelled as such."""
+    text = _run(prog, "--timing-only").stdout
+    fetch = next(line for line in text.splitlines() if line.strip().startswith("fetch"))
+    assert "queue full" in fetch and "token" not in fetch

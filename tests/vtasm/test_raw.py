@@ -265,7 +265,7 @@ def test_bad_directories(tmp_path, layout, files, message):
 def test_bad_layout_json(tmp_path):
     d = tmp_path / "prog"
     d.mkdir()
-    with pytest.raises(FormatError, match="cannot read layout"):
+    with pytest.raises(FormatError, match=r"not a raw program directory \(it has no layout.json"):
         import_raw(d)
     (d / "layout.json").write_text("{\n  'insn_addr': 0}")
     with pytest.raises(FormatError, match=r"layout.json:2:3: invalid JSON"):

@@ -90,7 +90,9 @@ class TimingReport:
         us = self.seconds * 1e6
         lines = [f"timing ({self.profile}): {self.cycles:,} cycles = {us:,.2f} us at {self.clock_mhz:g} MHz"]
         for name, m in self.modules.items():
-            parts = ", ".join(f"{k} {v:,} ({100 * v / self.cycles:.0f}%)" for k, v in m.items()
+            # fetch waits on no token: its "token" cycles are stalls on a module's full command queue
+            label = {"token": "queue full"} if name == "fetch" else {}
+            parts = ", ".join(f"{label.get(k, k)} {v:,} ({100 * v / self.cycles:.0f}%)" for k, v in m.items()
                               if k in ("busy", "token", "memory", "idle"))
             if m.get("after_finish"):
                 parts += (f"; {m['after_finish']:,} instruction(s) still running when FINISH ended the run "

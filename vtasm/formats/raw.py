@@ -103,6 +103,8 @@ def import_raw(directory: str | Path, cfg: VTAConfig | None = None,
     where = str(lpath)
     if not d.is_dir():
         raise FormatError(f"{d}: not a directory")
+    if not lpath.exists():
+        raise FormatError(f"{d}: not a raw program directory (it has no {LAYOUT}; `vtasm export --raw` writes one)")
     layout = get_object(parse_json(read_bytes(lpath, "layout"), where), where, ("insn_addr",), LAYOUT_KEYS)
     config = _read_config(layout, cfg, where, fallback)
     codec = codec_for(config)
@@ -269,11 +271,22 @@ def load_program(path: str | Path, cfg: VTAConfig | None = None, fallback: VTACo
         return import_raw(p, cfg, fallback)
     data = read_mapped(p, "program")
     if not is_vbin(data):
-        raise FormatError(f"{p}: not a .vbin file (bad magic) nor a raw directory")
+        raise FormatError(f"{p}: not a .vbin file (bad magic) nor a raw directory{_next_step(p)}")
     program = read_vbin(data, str(p), lazy_source_map)
     if cfg is not None:
         check_config_matches(program, cfg)
     return program
+
+
+def _next_step(path: Path) -> str:
+    """What to run on a source file given where a program was expected."""
+    suffix = path.suffix.lower()
+    if suffix == ".vasm":
+        return f"; it looks like assembly: vtasm assemble {path} -o {path.with_suffix('.vbin')}"
+    if suffix in (".vk", ".onnx"):
+        what = "kernel language" if suffix == ".vk" else "an ONNX model"
+        return f"; it looks like {what}: vtacc {path} -o {path.with_suffix('.vbin')}"
+    return ""
 
 
 __all__ = ["export_raw", "import_raw", "inside", "layout_of", "load_program"]
