@@ -21,6 +21,7 @@ from vtacc.schedule.operators import GemmProducer, Operator, PoolProducer, Tenso
 from vtacc.schedule.scheduler import IDENTITY, NEG_IDENTITY, schedule_operator
 from vtacc.schedule.steps import Group
 from vtacc.schedule.tiling import Tiling, choose_tiling
+from vtasim.state import MAX_DRAM_BYTES
 from vtasim.timing.profile import Profile, load_profile
 from vtasim.timing.run import TimingResult, time_program
 from vtasm.config import VTAConfig
@@ -144,6 +145,7 @@ def compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_na
         if decl.name.startswith("__"):
             raise CompileError(f"names beginning with '__' are reserved for the compiler's constants; rename "
                                f"{decl.name}", decl.span)
+    _check_dram_need(entry.inputs + entry.outputs + tuple(u.assign.target for u in units))
     table = TensorTable(cfg)
     for decl in entry.inputs:
         table.tensors.setdefault(decl.name, None)  # keep parameter order; kinds come from use
@@ -189,6 +191,17 @@ def compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_na
     outputs = [o.name for o in entry.outputs]
     generated = generate(groups, tensors, constants, outputs, cfg, Path(source_name).name)
     return Compiled(entry, cfg, planned, tensors, generated, profile=profile)
+
+
+def _check_dram_need(decls: tuple[ck.TensorDecl, ...]) -> None:
+    """Refuse tensors that together need more DRAM than a VTA program addresses, before any tiling work."""
+    sizes = {d.name: (d, int(np.prod(d.shape, dtype=object)) * np.dtype(d.dtype).itemsize) for d in decls}
+    total = sum(n for _, n in sizes.values())
+    if total > MAX_DRAM_BYTES:
+        decl, n = max(sizes.values(), key=lambda dn: dn[1])
+        raise CompileError(f"the tensors need {total:,} bytes of DRAM, more than the {MAX_DRAM_BYTES:,} (4 GiB) a "
+                           f"VTA program addresses; the largest is {decl.name} {decl.dtype}{list(decl.shape)} "
+                           f"({n:,} bytes)", decl.span)
 
 
 def compile_kernel(kernel: ck.Kernel, cfg: VTAConfig, source_name: str, profile: Profile | None = None) -> Compiled:

@@ -133,3 +133,13 @@ def test_a_program_given_to_the_compiler_names_the_tool_it_needs(tmp_path, name,
     (tmp_path / name).write_text("; a program, not kernel language\n")
     done = tool("vtacc", name, cwd=tmp_path)
     assert done.returncode == 1 and hint in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_tensors_larger_than_vta_dram_are_refused_before_any_tiling(tmp_path):
+    """int8[1, 4096, 4096, 4096] twice is 128 GiB: refused at once, at the declaration (it used to run on
+    for minutes looking for tiles)."""
+    (tmp_path / "huge.vk").write_text("kernel huge(x: int8[1, 4096, 4096, 4096]) -> y: int8[1, 4096, 4096, 4096] {\n"
+                                      "    y = x >> 1\n}\n")
+    done = tool("vtacc", "huge.vk", "--emit", "schedule", cwd=tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: huge.vk:1:13: the tensors need 137,438,953,472 bytes of DRAM")
