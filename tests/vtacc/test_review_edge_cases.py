@@ -422,3 +422,16 @@ def test_unary_minus_of_an_int8_tensor():
     a, x = rand32(rng, 3, 40, lo=-999, hi=999), rand8(rng, 3, 40)
     result = run("kernel k(a: int32[3, 40], x: int8[3, 40]) -> y: int8[3, 40] { y = -x + a }", {"a": a, "x": x})
     np.testing.assert_array_equal(result.outputs["y"], low8(a.astype(np.int64) - x))
+
+
+def test_a_field_past_its_width_is_an_internal_limit_naming_the_instruction():
+    """Codegen checks every field once the program is complete: a loop count past ITER_OUT's 14 bits (a
+    schedule the tiler never makes) is a one-line 'internal limit' error naming the instruction and field."""
+    from vtacc.backend.codegen import generate
+    from vtacc.schedule.steps import Alu, Group, Kernel
+
+    cfg = config("default")
+    huge = Alu(Kernel(((0, 0, 0),), 1 << 14, 1, (0, 1), (0, 1)), "add", imm=1)
+    with pytest.raises(CompileError, match=r"internal limit: instruction 1: alu field iter_out = 16384 is out of "
+                                           r"range 0\.\.16383"):
+        generate([Group("too long", None, [huge])], [], {}, [], cfg, "t.vk")

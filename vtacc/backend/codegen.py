@@ -18,8 +18,9 @@ import numpy as np
 from vtacc.schedule.layouts import DramTensor
 from vtacc.schedule.steps import ACC, INP, WGT, Alu, Gemm, Group, Kernel, Load, Store
 from vtasm import isa
+from vtasm.columns import encode_instructions
 from vtasm.config import VTAConfig
-from vtasm.encoding import Instruction, MicroOp, codec_for, make_instruction
+from vtasm.encoding import Instruction, MicroOp, make_instruction
 from vtasm.errors import CompileError, EncodeError
 from vtasm.program import DumpRange, Program, Segment, SourceLoc, TensorInfo
 
@@ -58,7 +59,6 @@ def _align(n: int, align: int = PAGE) -> int:
 class _Builder:
     def __init__(self, cfg: VTAConfig, tensors: list[DramTensor], constants: dict[str, bytes]):
         self.cfg = cfg
-        self.codec = codec_for(cfg)
         self.tensors = {t.name: t for t in tensors}
         self.segments: list[Segment] = []
         align = cfg.dram_align  # every element size divides it, so element addresses are exact
@@ -82,11 +82,7 @@ class _Builder:
 
     # -- helpers --------------------------------------------------------------
     def emit(self, insn: Instruction, access: Access, group: int | None, note: str = "") -> None:
-        try:
-            self.codec.check_fields(insn.kind, insn.fields)
-        except EncodeError as exc:
-            raise CompileError(f"internal limit: {exc.message}") from None
-        self.out.append(Emitted(insn, access, group, note))
+        self.out.append(Emitted(insn, access, group, note))  # fields are checked at once when the program is done
 
     def dram_base(self, tensor: str, elem_bytes: int, elem: int) -> int:
         """The DRAM field value (in elements) of element ``elem`` of a tensor."""
@@ -238,6 +234,10 @@ def generate(groups: list[Group], tensors: list[DramTensor], constants: dict[str
     flags = assign_tokens([e.access.stage for e in b.out], deps)
     for e, f in zip(b.out, flags, strict=True):
         e.insn.fields.update(f)
+    try:  # every field in range, checked over the whole stream at once (the encoder's own check)
+        encode_instructions([e.insn for e in b.out], cfg)
+    except EncodeError as exc:
+        raise CompileError(f"internal limit: {exc.message}") from None
     uop_addr = b.data_end
     insn_addr = _align(uop_addr + 4 * len(b.uops)) if b.uops else uop_addr
     source_map = {}

@@ -59,24 +59,14 @@ def dependencies(accesses: list[Access], sizes: dict[str, int]) -> list[dict[str
     deps: list[dict[str, int]] = []
     for i, acc in enumerate(accesses):
         sid = STAGE_ID[acc.stage]
-        mine: dict[str, int] = {}
-
-        def need(stage_id: int, j: int, mine: dict[str, int] = mine) -> None:
-            if j >= 0:
-                stage = isa.STAGES[stage_id]
-                mine[stage] = max(mine.get(stage, -1), j)
-
+        latest = [-1, -1, -1]  # per stage: the latest earlier instruction this one conflicts with
         for buf, lo, hi in acc.reads:
-            tr = trackers[buf]
-            for t in range(3):
-                if t != sid:
-                    need(t, int(tr.write[t, lo : hi + 1].max()))
+            _latest(latest, trackers[buf].write, lo, hi)
         for buf, lo, hi in acc.writes:
             tr = trackers[buf]
-            for t in range(3):
-                if t != sid:
-                    need(t, int(tr.write[t, lo : hi + 1].max()))
-                    need(t, int(tr.read[t, lo : hi + 1].max()))
+            _latest(latest, tr.write, lo, hi)
+            _latest(latest, tr.read, lo, hi)
+        deps.append({isa.STAGES[t]: j for t, j in enumerate(latest) if t != sid and j >= 0})
         for buf, lo, hi in acc.reads:
             trackers[buf].read[sid, lo : hi + 1] = i
         for buf, lo, hi in acc.writes:
@@ -87,8 +77,15 @@ def dependencies(accesses: list[Access], sizes: dict[str, int]) -> list[dict[str
                     if t != sid:
                         trackers[buf].read[t, lo : hi + 1] = -1
                         trackers[buf].write[t, lo : hi + 1] = -1
-        deps.append(mine)
     return deps
+
+
+def _latest(latest: list[int], last: np.ndarray, lo: int, hi: int) -> None:
+    """Raise ``latest`` (per stage) to the last access each stage made to elements lo..hi of ``last``."""
+    found = (last[:, lo] if lo == hi else last[:, lo : hi + 1].max(axis=1)).tolist()
+    for t in range(3):
+        if found[t] > latest[t]:
+            latest[t] = found[t]
 
 
 def assign_tokens(stages: list[str], deps: list[dict[str, int]]) -> list[dict[str, int]]:
