@@ -18,10 +18,12 @@ the result took.
 
 from __future__ import annotations
 
+import io
 from dataclasses import dataclass
 from pathlib import Path
 
 from vtacc.schedule.tiling import compulsory_traffic
+from vtasm.fileio import write_atomic
 
 from .compiler import Compiled
 
@@ -158,5 +160,7 @@ def draw_roofline(series: dict[str, list[RooflinePoint]], profile, cfg, path: st
     ax.grid(True, which="both", linewidth=0.3, alpha=0.5)
     ax.legend(loc="lower right", fontsize=9, framealpha=0.9)
     fig.tight_layout()
-    fig.savefig(path)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png")
     plt.close(fig)
+    write_atomic(path, buffer.getvalue())  # a path that cannot be written is a one-line error, no partial file

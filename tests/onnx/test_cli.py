@@ -52,6 +52,32 @@ def test_wrong_calibration_shape(tmp_path):
     assert "do not match the input" in line and "[4, 3, 4, 4]" in line
 
 
+@pytest.mark.parametrize("case, expected", [
+    ("npz", "an .npz archive; give one array as a .npy file"),
+    ("text", "not a .npy file"),
+    ("nan", "NaN or infinite values (3 of them)"),
+    ("zero", "all zero: they give no range"),
+])
+def test_unusable_calibration_files_are_refused_in_one_line(tmp_path, case, expected):
+    """Calibration data that cannot set scales is refused (an .npz was an internal error; NaN data made a
+    useless program with every scale 2^0; all-zero data gave a puzzling message about left shifts)."""
+    path = _model(tmp_path)
+    data = np.random.default_rng(2).normal(0, 1, (4, 16, 4, 4))
+    cal = tmp_path / f"cal_{case}.npy"
+    if case == "npz":
+        cal = tmp_path / "cal.npz"
+        np.savez(cal, x=data)
+    elif case == "text":
+        cal.write_text("0.5 0.25\n")
+    else:
+        if case == "nan":
+            data[0, 0, 0, :3] = np.nan
+        else:
+            data[...] = 0
+        np.save(cal, data)
+    assert expected in _refused(tmp_path, path, "--calibrate", cal)
+
+
 def test_float_model_without_calibration(tmp_path):
     assert "--calibrate" in _refused(tmp_path, _model(tmp_path))
 

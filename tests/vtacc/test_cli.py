@@ -143,3 +143,9 @@ def test_tensors_larger_than_vta_dram_are_refused_before_any_tiling(tmp_path):
     done = tool("vtacc", "huge.vk", "--emit", "schedule", cwd=tmp_path)
     assert done.returncode == 1
     assert done.stderr.startswith("error: huge.vk:1:13: the tensors need 137,438,953,472 bytes of DRAM")
+
+
+def test_a_roofline_picture_in_a_missing_directory_is_a_one_line_error(tmp_path):
+    done = tool("vtacc", EXAMPLES / "matmul.vk", "--roofline", tmp_path / "nodir" / "r.png", "-o",
+                tmp_path / "m.vasm", cwd=tmp_path)
+    assert done.returncode == 1 and "cannot write" in done.stderr and done.stderr.count("\n") == 1

@@ -272,6 +272,19 @@ def test_bad_layout_json(tmp_path):
         import_raw(d)
 
 
+def test_overlapping_segments_are_refused_as_the_assembler_refuses_them(tmp_path):
+    """A hand-edited layout that puts one segment inside another was imported, and the run then computed
+    with whichever bytes were copied last; it is refused like `vtasm assemble` refuses it."""
+    program = Program(default_config(), [make_instruction("finish")], [], insn_addr=0x8000, uop_addr=0x8000,
+                      segments=[Segment("x", 0x1000, bytes(64)), Segment("w", 0x2000, bytes(64))])
+    export_raw(program, tmp_path / "p")
+    layout = json.loads((tmp_path / "p" / "layout.json").read_text())
+    next(s for s in layout["segments"] if s["file"] == "w.bin")["addr"] = 0x1020
+    (tmp_path / "p" / "layout.json").write_text(json.dumps(layout))
+    with pytest.raises(FormatError, match=r"segment w \(0x1020\.\.0x1060\) overlaps segment x \(0x1000\.\.0x1040\)"):
+        import_raw(tmp_path / "p")
+
+
 def test_load_program_dispatches_on_directories(tmp_path):
     src = require(CONFORMANCE / "smm")
     shutil.copytree(src, tmp_path / "smm")

@@ -158,12 +158,17 @@ def import_raw(directory: str | Path, cfg: VTAConfig | None = None,
         )
 
     dram = layout.get("dram_bytes")
+    insn_addr = get_int(layout["insn_addr"], f"{where} insn_addr", allow_hex=True)
+    uop_addr = get_int(layout.get("uop_addr", 0), f"{where} uop_addr", allow_hex=True)
+    _check_apart([(f"segment {s.name}", s.addr, s.end) for s in segments]
+                 + [("micro-op table", uop_addr, uop_addr + 4 * len(uops)),
+                    ("instruction stream", insn_addr, insn_addr + 16 * len(instructions))], where)
     return Program(
         config=config,
         instructions=instructions,
         uops=uops,
-        insn_addr=get_int(layout["insn_addr"], f"{where} insn_addr", allow_hex=True),
-        uop_addr=get_int(layout.get("uop_addr", 0), f"{where} uop_addr", allow_hex=True),
+        insn_addr=insn_addr,
+        uop_addr=uop_addr,
         segments=segments,
         tensors=tensors,
         dumps=dumps,
@@ -172,6 +177,17 @@ def import_raw(directory: str | Path, cfg: VTAConfig | None = None,
         insn_file=insn_file,
         uop_file=uop_file,
     )
+
+
+def _check_apart(regions: list[tuple[str, int, int]], where: str) -> None:
+    """Refuse two non-empty DRAM regions that overlap, as the assembler does (the later one is named first)."""
+    widest = None
+    for what, lo, hi in sorted((r for r in regions if r[2] > r[1]), key=lambda r: r[1]):
+        if widest is not None and lo < widest[2]:
+            raise FormatError(f"{where}: {what} (0x{lo:x}..0x{hi:x}) overlaps {widest[0]} "
+                              f"(0x{widest[1]:x}..0x{widest[2]:x})")
+        if widest is None or hi > widest[2]:
+            widest = (what, lo, hi)
 
 
 def _read_tensors(value: object, placed: list[tuple[str, int, bytes]],

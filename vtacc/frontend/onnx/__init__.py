@@ -13,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 
-from vtasm.errors import ModelError
+from vtasm.errors import FormatError, ModelError
+from vtasm.fileio import read_npy
 
 from .emit_vk import emit_vk, kernel_name
 from .graph import load_graph
@@ -61,9 +62,9 @@ class Imported:
 def read_calibration(path: str | Path, model: str, shape: tuple[int, ...]) -> np.ndarray:
     """Calibration inputs from a .npy file: [S, *input shape without its batch] or [S, *input shape]."""
     try:
-        data = np.load(str(path), allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise ModelError(f"{path}: cannot read calibration inputs ({' '.join(str(exc).split())[:120]})") from None
+        data = read_npy(path)
+    except FormatError as exc:
+        raise ModelError(f"calibration inputs: {exc.message}") from None
     if data.ndim == len(shape) + 1 and tuple(data.shape[1:]) == tuple(shape):
         data = data.reshape((-1,) + tuple(shape[1:]))
     if data.ndim != len(shape) or tuple(data.shape[1:]) != tuple(shape[1:]) or data.shape[0] < 1:
@@ -71,7 +72,18 @@ def read_calibration(path: str | Path, model: str, shape: tuple[int, ...]) -> np
                          f"{model}, {list(shape)} (give [samples, {', '.join(map(str, shape[1:]))}])")
     if not np.issubdtype(data.dtype, np.number):
         raise ModelError(f"{path}: calibration inputs must be numbers, got {data.dtype}")
-    return data.astype(np.float64)
+    return checked_calibration(data.astype(np.float64), str(path))
+
+
+def checked_calibration(data: np.ndarray, where: str) -> np.ndarray:
+    """Calibration inputs that can set scales: finite, and not all zero."""
+    if not np.isfinite(data).all():
+        raise ModelError(f"{where}: calibration inputs hold NaN or infinite values ({int((~np.isfinite(data)).sum())} "
+                         "of them); scales need finite data")
+    if not data.any():
+        raise ModelError(f"{where}: calibration inputs are all zero: they give no range to set the scales by "
+                         "(give typical inputs of the model)")
+    return data
 
 
 def import_model(path: str | Path, calibration: str | Path | np.ndarray | None = None) -> Imported:
@@ -81,7 +93,8 @@ def import_model(path: str | Path, calibration: str | Path | np.ndarray | None =
     if calibration is not None:
         shape = network.shapes[network.input]
         if isinstance(calibration, np.ndarray):
-            data = calibration.astype(np.float64).reshape((-1,) + tuple(shape[1:]))
+            data = checked_calibration(calibration.astype(np.float64).reshape((-1,) + tuple(shape[1:])),
+                                       "calibration inputs")
         else:
             data = read_calibration(calibration, network.name, shape)
     qnet = quantise(network, data)
