@@ -213,6 +213,13 @@ def _file_workload(table: dict, base: Path, lines: _Lines, i: int) -> Workload:
     except (OSError, UnicodeDecodeError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
         raise SpecError(f"{lines.where('workload', i, 'file')}: cannot read {path}: {reason}") from None
+    from vtacc.frontend.check import check_source
+    from vtacc.program_builder import pick_entry
+
+    try:  # checked once here, as an ONNX model is imported once: a mistake is one error, not every point refused
+        pick_entry(check_source(source, str(path)), None if kernel is None else str(kernel))
+    except VtaError as exc:
+        raise SpecError(f"{where}: {exc.render()}") from None
     return Workload(name, source, path.name, None if kernel is None else str(kernel), str(path))
 
 

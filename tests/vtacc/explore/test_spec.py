@@ -109,3 +109,17 @@ def test_the_example_specs_expand_as_their_comments_say():
     resnet = load_spec(examples / "resnet18_layers.toml")
     assert len(resnet.points) == 480 and len(resnet.workloads) == 10
     assert len(load_spec(examples / "quick.toml").points) == 32
+
+
+@pytest.mark.parametrize("kernel_line, source, message", [
+    ("", "kernel k(x: int8[1, 16]) -> y: int8[1, 16] {\n    y = x >> \n}\n", "k.vk:2:"),
+    ('kernel = "nosuch"\n', "kernel k(x: int8[1, 16]) -> y: int8[1, 16] {\n    y = x >> 1\n}\n", "nosuch"),
+])
+def test_a_kernel_language_workload_is_checked_before_the_sweep(tmp_path, kernel_line, source, message):
+    """A .vk workload with a mistake is one spec error up front (every point used to come out 'refused',
+    exit 0), as an ONNX workload that cannot be imported is."""
+    (tmp_path / "k.vk").write_text(source)
+    path = write(tmp_path, f'[[workload]]\nfile = "k.vk"\n{kernel_line}')
+    with pytest.raises(SpecError) as info:
+        load_spec(path)
+    assert message in info.value.render() and info.value.render().startswith(f"{path}:1")
