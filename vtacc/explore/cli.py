@@ -92,7 +92,14 @@ def _summary(rows: list[dict], total: int) -> str:
                  f"{timing_s / counts['ok']:.3f} s\n")
     reasons = sorted({r["reason"] for r in rows if r["status"] in ("invalid", "refused", "failed")})
     for reason in reasons[:5]:
-        text += f"  not run: {reason[:160]}\n"
+        text += f"  not run: {_clipped(reason, 160)}\n"
     if len(reasons) > 5:
         text += f"  ... and {len(reasons) - 5} other reasons (points.csv)\n"
     return text
+
+
+def _clipped(text: str, limit: int) -> str:
+    """``text`` cut at a word boundary within ``limit`` characters, with an ellipsis when cut."""
+    if len(text) <= limit:
+        return text
+    return text[: limit - 1].rsplit(" ", 1)[0].rstrip(" ,;:") + "\u2026"

@@ -59,7 +59,7 @@ def front_text(rows: list[dict]) -> str:
             continue
         lines.append(f"{name}: {len(mine)} points, {len(front(mine, 'onchip_bytes'))} on the latency/memory front")
         for r in front(mine, "onchip_bytes"):
-            threads = f", {r['threads']} threads" if r["threads"] else ""
+            threads = f", {r['threads']} thread{'s' if int(r['threads']) != 1 else ''}" if r["threads"] else ""
             lines.append(f"  {r['time_us'] / 1e3:10.3f} ms  {r['onchip_bytes'] / 1024:8.0f} KiB  {r['config']}  "
                          f"[{r['hardware']}{threads}]")
     return "\n".join(lines) + "\n"
