@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from vtasm.errors import SpecError
+
+Where = Callable[[str], str]  # a key of the workload's table -> "spec.toml:LINE: [[workload]] #N" at its line
 
 # layer kind -> (required keys, optional keys with defaults)
 LAYERS: dict[str, tuple[tuple[str, ...], dict]] = {
@@ -13,35 +17,37 @@ LAYERS: dict[str, tuple[tuple[str, ...], dict]] = {
 }
 
 
-def _ints(where: str, key: str, value, count: int | None = None) -> list[int]:
+def _ints(where: Where, key: str, value, count: int | None = None) -> list[int]:
     items = value if isinstance(value, list) else [value]
     if not items or any(isinstance(v, bool) or not isinstance(v, int) or v <= 0 for v in items):
-        raise SpecError(f"{where}: {key} must be a positive integer{' or a list of them' if count else ''}, "
+        raise SpecError(f"{where(key)}: {key} must be a positive integer{' or a list of them' if count else ''}, "
                         f"got {value!r}")
     if count is not None and len(items) != count:
-        raise SpecError(f"{where}: {key} must list {count} sizes, got {value!r}")
+        raise SpecError(f"{where(key)}: {key} must list {count} sizes, got {value!r}")
     return items
 
 
-def _flag(where: str, key: str, value) -> bool:
+def _flag(where: Where, key: str, value) -> bool:
     if not isinstance(value, bool):
-        raise SpecError(f"{where}: {key} must be true or false, got {value!r}")
+        raise SpecError(f"{where(key)}: {key} must be true or false, got {value!r}")
     return value
 
 
-def layer_source(name: str, table: dict, where: str) -> str:
-    """The kernel source of one layer table (``layer = "conv2d"`` and its sizes)."""
+def layer_source(name: str, table: dict, where: Where) -> str:
+    """The kernel source of one layer table (``layer = "conv2d"`` and its sizes); ``where`` places a key's
+    line in messages."""
     kind = table.get("layer")
     if kind not in LAYERS:
-        raise SpecError(f"{where}: layer must be one of {', '.join(LAYERS)}, got {kind!r}")
+        raise SpecError(f"{where('layer')}: layer must be one of {', '.join(LAYERS)}, got {kind!r}")
     required, optional = LAYERS[kind]
     known = {"layer", "name", *required, *optional}
     for key in table:
         if key not in known:
-            raise SpecError(f"{where}: unknown key {key!r} for a {kind} layer (known: {', '.join(sorted(known))})")
+            raise SpecError(f"{where(key)}: unknown key {key!r} for a {kind} layer (known: "
+                            f"{', '.join(sorted(known))})")
     for key in required:
         if key not in table:
-            raise SpecError(f"{where}: a {kind} layer needs {key}")
+            raise SpecError(f"{where('')}: a {kind} layer needs {key}")
     args = {**optional, **{k: v for k, v in table.items() if k in optional}}
     ident = "".join(c if c.isalnum() else "_" for c in name.lower()) or "layer"
     if ident[0].isdigit():
@@ -53,7 +59,7 @@ def layer_source(name: str, table: dict, where: str) -> str:
     return _pool(ident, table, args, where)
 
 
-def _conv(ident: str, table: dict, args: dict, where: str) -> str:
+def _conv(ident: str, table: dict, args: dict, where: Where) -> str:
     n, c, h, w = _ints(where, "input", table["input"], 4)
     oc = _ints(where, "out_channels", table["out_channels"])[0]
     size = table["kernel_size"]
@@ -62,12 +68,13 @@ def _conv(ident: str, table: dict, args: dict, where: str) -> str:
     groups = _ints(where, "groups", args["groups"])[0]
     pad = args["pad"]
     if isinstance(pad, bool) or not isinstance(pad, int) or pad < 0:
-        raise SpecError(f"{where}: pad must be a non-negative integer, got {pad!r}")
+        raise SpecError(f"{where('pad')}: pad must be a non-negative integer, got {pad!r}")
     if c % groups or oc % groups:
-        raise SpecError(f"{where}: groups={groups} must divide the input channels ({c}) and out_channels ({oc})")
+        raise SpecError(f"{where('groups')}: groups={groups} must divide the input channels ({c}) and "
+                        f"out_channels ({oc})")
     oh, ow = (h + 2 * pad - kh) // stride + 1, (w + 2 * pad - kw) // stride + 1
     if oh <= 0 or ow <= 0:
-        raise SpecError(f"{where}: a {kh}x{kw} kernel does not fit a {h}x{w} input padded by {pad}")
+        raise SpecError(f"{where('kernel_size')}: a {kh}x{kw} kernel does not fit a {h}x{w} input padded by {pad}")
     shift = _shift(where, args["shift"])
     bias = _flag(where, "bias", args["bias"])
     low = 0 if _flag(where, "relu", args["relu"]) else -128
@@ -81,7 +88,7 @@ def _conv(ident: str, table: dict, args: dict, where: str) -> str:
             f"    y = clip({value}, {low}, 127)\n}}\n")
 
 
-def _dense(ident: str, table: dict, args: dict, where: str) -> str:
+def _dense(ident: str, table: dict, args: dict, where: Where) -> str:
     n, k = _ints(where, "input", table["input"], 2)
     o = _ints(where, "out_features", table["out_features"])[0]
     shift = _shift(where, args["shift"])
@@ -91,21 +98,21 @@ def _dense(ident: str, table: dict, args: dict, where: str) -> str:
             f"    y = clip({value}, {low}, 127)\n}}\n")
 
 
-def _pool(ident: str, table: dict, args: dict, where: str) -> str:
+def _pool(ident: str, table: dict, args: dict, where: Where) -> str:
     n, c, h, w = _ints(where, "input", table["input"], 4)
     size = _ints(where, "size", table["size"])[0]
     stride = size if args["stride"] is None else _ints(where, "stride", args["stride"])[0]
     pad = args["pad"]
     if isinstance(pad, bool) or not isinstance(pad, int) or not 0 <= pad < size:
-        raise SpecError(f"{where}: pad must be an integer from 0 to size - 1, got {pad!r}")
+        raise SpecError(f"{where('pad')}: pad must be an integer from 0 to size - 1, got {pad!r}")
     oh, ow = (h + 2 * pad - size) // stride + 1, (w + 2 * pad - size) // stride + 1
     if oh <= 0 or ow <= 0:
-        raise SpecError(f"{where}: a {size}x{size} window does not fit a {h}x{w} input padded by {pad}")
+        raise SpecError(f"{where('size')}: a {size}x{size} window does not fit a {h}x{w} input padded by {pad}")
     return (f"kernel {ident}(x: int8[{n}, {c}, {h}, {w}]) -> y: int8[{n}, {c}, {oh}, {ow}] {{\n"
             f"    y = max_pool(x, {size}, stride={stride}, pad={pad})\n}}\n")
 
 
-def _shift(where: str, value) -> int:
+def _shift(where: Where, value) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 31:
-        raise SpecError(f"{where}: shift must be an integer from 0 to 31, got {value!r}")
+        raise SpecError(f"{where('shift')}: shift must be an integer from 0 to 31, got {value!r}")
     return value

@@ -118,12 +118,14 @@ class _Lines:
             elif m := self._KEY.match(line):
                 self.found.setdefault((table, index, m.group(1).strip('"')), number)
 
-    def where(self, table: str, index: int = 0, key: str = "") -> str:
-        """``file:line: [table] key`` for a message."""
+    def where(self, table: str, index: int = 0, key: str = "", named: bool = True) -> str:
+        """``file:line: [table] key`` for a message, at the key's line (the table's when it has none);
+        without the key's name when ``named`` is false (the message names it)."""
         line = self.found.get((table, index, key)) or self.found.get((table, index, ""))
         head = f"{self.path}:{line}" if line else str(self.path)
         name = {"workload": f"[[workload]] #{index + 1}", "hardware": f"[[hardware]] #{index + 1}"}.get(
             table, f"[{table}]" if table else "")
+        key = key if named else ""
         return f"{head}: {name} {key}".rstrip() if name or key else head
 
 
@@ -172,7 +174,7 @@ def _workloads(data: list, base: Path, lines: _Lines) -> list[Workload]:
         where = lines.where("workload", i)
         if "layer" in table:
             name = table.get("name") or f"{table['layer']}{i + 1}"
-            source = layer_source(str(name), table, where)
+            source = layer_source(str(name), table, lambda key, i=i: lines.where("workload", i, key, named=False))
             workload = Workload(str(name), source, f"{name}.vk", None, f"layer {table['layer']}")
         elif "file" in table:
             workload = _file_workload(table, base, lines, i)

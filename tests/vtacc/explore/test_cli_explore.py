@@ -21,7 +21,8 @@ def test_a_bad_spec_is_one_line_with_exit_1_and_no_results(tmp_path):
     result = _run(spec, "-o", tmp_path / "out")
     assert result.returncode == 1
     assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
-    assert result.stderr.startswith(f"error: {spec}:4: [[workload]] #1: kernel_size must be a positive integer")
+    line = 1 + SMALL.splitlines().index("kernel_size = 3")  # the message points at the offending key's line
+    assert result.stderr.startswith(f"error: {spec}:{line}: [[workload]] #1: kernel_size must be a positive integer")
     assert not (tmp_path / "out").exists()
 
 

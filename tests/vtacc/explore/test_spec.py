@@ -74,7 +74,9 @@ def test_file_workloads_read_vk_and_pick_a_kernel(tmp_path):
 
 @pytest.mark.parametrize("text, line, message", [
     ("[[workload]]\nlayer = \"conv2d\"\ninput = [1, 16, 8, 8]\n", 1, "needs out_channels"),
-    ("[[workload]]\nlayer = \"softmax\"\n", 1, "layer must be one of conv2d, dense, max_pool"),
+    ("[[workload]]\nlayer = \"softmax\"\n", 2, "layer must be one of conv2d, dense, max_pool"),
+    ("[[workload]]\nlayer = \"conv2d\"\ninput = [1, 16, 8, 8]\nout_channels = 16\nkernel_size = 3\nstide = 2\n",
+     6, "unknown key 'stide' for a conv2d layer"),
     (SMALL.replace("[config]\n", "[config]\nLOG_FOO = 3\n"), 19, "[config] LOG_FOO: unknown key"),
     ("[[workload]]\nlayer = \"dense\"\ninput = [1, 16]\nout_features = 16\n[config]\nLOG_BLOCK = \"four\"\n",
      6, "LOG_BLOCK: expected an integer"),
