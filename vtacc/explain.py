@@ -13,7 +13,11 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
+import numpy as np
+
 from vtacc.schedule.operators import GemmProducer, PoolProducer
+from vtacc.schedule.scheduler import IDENTITY, NEG_IDENTITY
+from vtacc.schedule.steps import WGT
 from vtasm import isa
 
 from .compiler import Compiled, compulsory_bytes
@@ -83,8 +87,10 @@ def explain(compiled: Compiled) -> str:
                if i.kind == "gemm" and not i["reset"])
     alu = sum(i["iter_out"] * i["iter_in"] * (i["uop_end"] - i["uop_bgn"]) for i in prog.instructions
               if i.kind == "alu")
+    moving = _identity_executions(compiled)
+    how = f"; {moving:,} of them move int8 data through +-identity weights" if moving else ""
     lines.append(f"  micro-op executions: GEMM {gemm:,} ({gemm * cfg.batch * cfg.block_in * cfg.block_out:,} "
-                 f"MACs), ALU {alu:,}")
+                 f"MACs{how}), ALU {alu:,}")
     moved = traffic(compiled)
     uop_bytes = moved.pop("uop", 0)
     total = sum(moved.values())
@@ -99,6 +105,28 @@ def explain(compiled: Compiled) -> str:
                  f"GEMM {report.gemm_utilisation:.1%} of peak, {report.gops:.2f} GOPS of {report.peak_gops:.1f}")
     lines += roofline_text(roofline_points(compiled))
     return "\n".join(lines) + "\n"
+
+
+IDENTITY_TENSORS = {f"dram:{IDENTITY}", f"dram:{NEG_IDENTITY}"}
+
+
+def _identity_executions(compiled: Compiled) -> int:
+    """GEMM executions whose weights are the +-identity tiles vtacc loads to move int8 data into the accumulator
+    (they count as MACs for the GEMM core, but compute nothing)."""
+    identity = np.zeros(compiled.cfg.wgt_depth, dtype=bool)  # weight elements that hold an identity tile now
+    count = 0
+    for e in compiled.generated.emitted:
+        insn = e.insn
+        if insn.kind == "load":
+            moved = any(buf in IDENTITY_TENSORS for buf, _, _ in e.access.reads)
+            for buf, lo, hi in e.access.writes:
+                if buf == WGT:
+                    identity[lo : hi + 1] = moved
+        elif insn.kind == "gemm" and not insn["reset"]:
+            weights = [(lo, hi) for buf, lo, hi in e.access.reads if buf == WGT]
+            if weights and all(identity[lo : hi + 1].all() for lo, hi in weights):
+                count += insn["iter_out"] * insn["iter_in"] * (insn["uop_end"] - insn["uop_bgn"])
+    return count
 
 
 def _count(n: int, noun: str) -> str:

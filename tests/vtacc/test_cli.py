@@ -60,6 +60,18 @@ def test_explain_reports_tiling_and_traffic(tmp_path):
     assert "tiling:" in r.stdout and "compulsory minimum: 1,050,624" in r.stdout and "wgt 1,048,576" in r.stdout
 
 
+
+def test_explain_says_which_gemm_executions_only_move_data(tmp_path):
+    """Pooling reaches the accumulator through GEMMs with +-identity weights: --explain counts them apart
+    (their MACs compute nothing); a matrix product has none."""
+    pool = tool("vtacc", EXAMPLES / "pooling.vk", "--explain", "-o", tmp_path / "p.vbin", cwd=tmp_path)
+    line = next(x for x in pool.stdout.splitlines() if "micro-op executions" in x)
+    gemm = int(line.split("GEMM ")[1].split(" ")[0].replace(",", ""))
+    assert gemm > 0 and f"{gemm:,} of them move int8 data through +-identity weights" in line
+    mm = tool("vtacc", EXAMPLES / "blocked_matmul.vk", "--explain", "-o", tmp_path / "m.vbin", cwd=tmp_path)
+    assert "identity" not in next(x for x in mm.stdout.splitlines() if "micro-op executions" in x)
+
+
 BAD = {
     "sub": ("kernel k(a: int32[1, 64], b: int32[1, 64]) -> y: int8[1, 64] {\n    y = a - b\n}\n",
             "2:9", "cannot subtract tensors"),
