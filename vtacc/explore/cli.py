@@ -72,6 +72,11 @@ def explore(spec_path: str, out_dir: str, workers: int | None, scheduler: str | 
             click.echo("pictures: " + ", ".join(str(p) for p in paths), err=True)
         except ImportError:
             click.echo("no pictures: matplotlib is not installed (pip install 'vta-toolchain[plot]')", err=True)
+    else:
+        earlier = sorted(Path(out_dir).glob("pareto-*.png"))
+        if earlier:  # left as they were: say they may not show this table
+            click.echo(f"pictures not drawn (--no-pictures); {', '.join(p.name for p in earlier)} in {out_dir} "
+                       "are from an earlier run", err=True)
     if interrupted:
         click.echo(f"interrupted: {len(rows)} of {len(spec.points)} points done; run the same command again "
                    "to resume", err=True)

@@ -45,3 +45,12 @@ def test_compiling_still_works_beside_the_subcommand(tmp_path):
     (tmp_path / "k.vk").write_text("kernel k(a: int32[1, 16]) -> b: int8[1, 16] {\n    b = a >> 1\n}\n")
     result = subprocess.run([BIN / "vtacc", "k.vk"], capture_output=True, text=True, cwd=tmp_path)
     assert result.returncode == 0 and "ALU" in result.stdout.upper()
+
+
+def test_no_pictures_says_that_pictures_of_an_earlier_run_are_left_as_they_were(tmp_path):
+    spec = write(tmp_path, SMALL)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "pareto-memory.png").write_bytes(b"an earlier run's picture")
+    result = _run(spec, "-o", tmp_path / "out", "--no-pictures")
+    assert result.returncode == 0, result.stderr
+    assert "pareto-memory.png" in result.stderr and "from an earlier run" in result.stderr
