@@ -79,6 +79,7 @@ def read_bytes(path: str | Path, what: str = "file") -> bytes:
 
 MAP_AT_LEAST = 1 << 20  # smaller files are simply read
 PIECE_BYTES = 1 << 23  # what pieces() hands out at a time
+KEEP_MAPPED = 1 << 25  # a check may read a mapped chunk up to this size whole, leaving its pages for the next pass
 
 
 def read_mapped(path: str | Path, what: str = "file") -> bytes | memoryview:

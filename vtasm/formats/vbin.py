@@ -19,7 +19,7 @@ from vtasm.columns import decode_stream, stream_bytes
 from vtasm.config import LOG_KEYS, VTAConfig
 from vtasm.encoding import codec_for
 from vtasm.errors import FormatError, VtaError
-from vtasm.fileio import pieces, read_mapped, write_atomic
+from vtasm.fileio import KEEP_MAPPED, pieces, read_mapped, write_atomic
 from vtasm.program import Program, Segment
 
 from .jsonfields import parse_json
@@ -138,8 +138,10 @@ class DataCheck:
 
 
 def _crc32(payload: memoryview) -> int:
+    if len(payload) <= KEEP_MAPPED:  # read whole: the pages stay mapped for the reader of the segments next
+        return zlib.crc32(payload)
     crc = 0
-    for _, piece in pieces(payload):  # a mapped file is checked without holding all of it
+    for _, piece in pieces(payload):  # a large mapped file is checked without holding all of it
         crc = zlib.crc32(piece, crc)
     return crc
 
