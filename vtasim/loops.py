@@ -103,10 +103,14 @@ class LoopPlan:
 
 
 def moved(plan: LoopPlan, dst: int, src: int, wgt: int) -> LoopPlan:
-    """The plan of the same kernel placed elsewhere: every index moved by a constant (no facts yet)."""
+    """The plan of the same kernel placed elsewhere: every index moved by a constant (no facts yet).
+
+    Its indices are made from the template's when first read; its lanes count
+    what the units carry over to it (gemm.carry_layout, alu.carry_facts) and
+    cache, and the indices once made.
+    """
     return LoopPlan(plan.iter_out, plan.iter_in, plan.n_uops, None, plan.shape, shapes=plan.shapes,
-                    origin=plan.origin, moved_from=(plan, (dst, src, wgt)))  # lanes: what the units carry over
-    # (gemm.carry_layout, alu.carry_facts) and cache, and the indices once made
+                    origin=plan.origin, moved_from=(plan, (dst, src, wgt)))
 
 
 Box = tuple[int, int, int, int, int, int]  # i0, i1, j0, j1, u0, u1
