@@ -72,8 +72,7 @@ class LoopPlan:
     def _moved_index(self) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         template, (dst, src, wgt) = self.moved_from
         self.index = (template.dst + dst, template.src + src, None if template.wgt is None else template.wgt + wgt)
-        self.lanes += sum(a.size for a in self.index if a is not None)
-        return self.index
+        return self.index  # already counted in ``lanes`` when the plan was made (moved)
 
     def first(self, name: str) -> int:
         """The first execution's ``name`` index (dst, src or wgt; 0 when there is none), read without making
@@ -105,12 +104,14 @@ class LoopPlan:
 def moved(plan: LoopPlan, dst: int, src: int, wgt: int) -> LoopPlan:
     """The plan of the same kernel placed elsewhere: every index moved by a constant (no facts yet).
 
-    Its indices are made from the template's when first read; its lanes count
-    what the units carry over to it (gemm.carry_layout, alu.carry_facts) and
-    cache, and the indices once made.
+    Its indices are made from the template's when first read, but counted in
+    its lanes from the start (a cache that counts a plan once, when it keeps
+    it, then stays within its budget whatever reads them later), with what
+    the units carry over to it (gemm.carry_layout, alu.carry_facts) and cache.
     """
+    index_lanes = plan.count * (2 if plan.unmoved().wgt is None else 3)
     return LoopPlan(plan.iter_out, plan.iter_in, plan.n_uops, None, plan.shape, shapes=plan.shapes,
-                    origin=plan.origin, moved_from=(plan, (dst, src, wgt)))
+                    origin=plan.origin, lanes=index_lanes, moved_from=(plan, (dst, src, wgt)))
 
 
 Box = tuple[int, int, int, int, int, int]  # i0, i1, j0, j1, u0, u1

@@ -210,3 +210,33 @@ def test_kernels_stay_exact_when_the_budgets_let_prepared_kernels_and_templates_
     for seed in range(30):
         check(_moved_program(cfg, random.Random(f"budget-{seed}")))
     assert any(moves)
+
+
+def test_moved_kernels_count_their_indices_so_the_cache_stays_within_its_budget(monkeypatch):
+    """Kernels of one shape with new micro-op words each time (an immediate ALU never reads src or wgt) are
+    moved, not planned, and run on the generic path, which makes their indices: counted from the start,
+    they keep the prepared kernels within the budget (uncounted, 16,000 of them held 390 MiB)."""
+    import vtasim.inorder as inorder
+
+    monkeypatch.setattr(inorder, "CACHE_LANES", 40_000)
+    monkeypatch.setattr(inorder, "TEMPLATE_LANES", 20_000)
+    cfg = config("default")
+    img = _image(cfg)
+    n = 60
+    table = [t for k in range(n) for t in ((0, k, k % 7 + 1), (1, k, 0), (3, k, 0))]  # dsts 0, 1, 3: not affine
+    body = [load(UOP, 0, img.uop_elem(), 3 * n)]
+    body += [alu(ADD, 3 * k, 3 * k + 3, (1, 500), dst=(0, 4), imm=1) for k in range(n)]
+    body.append(store(0, img.elem("out", OUT), 48))
+    program = img.program(chain(body), uops(*table))
+    runs: list = []
+    original = InOrderRun._keep
+
+    def keep(self, plan, op, r):
+        runs.append(self)
+        return original(self, plan, op, r)
+
+    monkeypatch.setattr(InOrderRun, "_keep", keep)
+    assert check(program, reference=False)[0] == "ok"
+    run = runs[-1]
+    assert run.held <= inorder.CACHE_LANES - inorder.TEMPLATE_LANES
+    assert len(run.prepared) < 10  # 1,500 executions x 2 index lanes each: a few fill the budget
