@@ -116,6 +116,7 @@ def test_work_past_finish_is_not_counted_in_the_run_and_is_reported():
     assert "still running when FINISH ended the run" in report.text()
     waited = time_program(Program(cfg, body, [MicroOp(0, 0, 0)]), load_profile()).report
     assert waited.modules["store"]["after_finish"] == 0 and waited.cycles > report.cycles
+    assert report.write_bytes == 0 < waited.write_bytes  # bytes still on their way at FINISH are not in the run
 
 
 def test_utilisation_against_peak_by_hand():
