@@ -34,7 +34,7 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("program", type=click.Path())
+@click.argument("program", type=click.Path(), required=False, metavar="PROGRAM")
 @config_option
 @click.option("--input", "inputs", multiple=True, metavar="NAME=FILE.npy",
               help="Tensor input (logical layout); every input tensor the program reads must be given.")
@@ -58,8 +58,9 @@ def main() -> None:
 @timing_options
 @traceback_option
 @reports_errors
-def run(program: str, config_path: str | None, inputs: tuple[str, ...], zero_inputs: bool, outputs: tuple[str, ...],
-        dram_dumps: tuple[str, ...], out_dir: str | None, max_ops: int, profile: bool, trace: bool,
+def run(program: str | None, config_path: str | None, inputs: tuple[str, ...], zero_inputs: bool,
+        outputs: tuple[str, ...], dram_dumps: tuple[str, ...], out_dir: str | None, max_ops: int, profile: bool,
+        trace: bool,
         trace_format: str | None, trace_file: str | None, trace_uops: bool, trace_source: bool, check_races: bool,
         lint: bool, timing: str | None, timing_only: bool, mem_latency: int | None, timing_sets: tuple[str, ...],
         timeline: str | None) -> None:
@@ -68,6 +69,11 @@ def run(program: str, config_path: str | None, inputs: tuple[str, ...], zero_inp
     With --timing the timing model also computes the cycles the program takes
     on a VTA core (docs/timing.md); --timing-only computes them without data.
     """
+    if program is None:  # checked here, to say when --timing took the program as its profile's name
+        if timing is not None and Path(timing).exists():
+            raise UsageError(f"missing PROGRAM: --timing read {timing} as its profile; put the program first "
+                             f"(vtasim run {timing} --timing) or write --timing=PROFILE")
+        raise UsageError("missing argument PROGRAM (a .vbin file or a raw directory)")
     request = timing_request(timing, timing_only, mem_latency, timing_sets, timeline)
     if request.only:
         _refuse_with_timing_only(outputs, dram_dumps, out_dir, trace or trace_uops or trace_source
