@@ -129,3 +129,12 @@ def test_fetch_stalls_are_called_queue_full_in_the_text_report(prog):
     text = _run(prog, "--timing-only").stdout
     fetch = next(line for line in text.splitlines() if line.strip().startswith("fetch"))
     assert "queue full" in fetch and "token" not in fetch
+
+
+def test_a_program_taken_as_the_timing_profile_is_explained(prog):
+    """`vtasim run --timing k.vbin` reads k.vbin as the profile (documented); the usage error says so."""
+    result = _run("--timing", prog)
+    assert result.exit_code == 2
+    assert f"--timing read {prog} as its profile; put the program first" in result.stderr
+    bare = _run()
+    assert bare.exit_code == 2 and "missing argument PROGRAM" in bare.stderr
