@@ -13,7 +13,7 @@ from vtasm.cli_support import config_option, open_program, reports_errors, trace
 from vtasm.errors import FormatError, SimFault, UsageError
 from vtasm.fileio import same_file
 
-from .faults import source_of
+from .faults import located
 from .io import default_out_dir, parse_assignment, parse_dram_range
 from .memory import check_dma
 from .pipeline import DEFAULT_MAX_OPS
@@ -85,7 +85,7 @@ def run(program: str | None, config_path: str | None, inputs: tuple[str, ...], z
         try:  # no data is computed, but a LOAD or STORE whose fields leave its buffer still faults
             check_dma(prog)
         except SimFault as exc:
-            raise SimFault(exc.message + source_of(prog, exc.index), exc.index) from None
+            raise located(prog, exc) from None
         result = run_timing(prog, request)
         if profile:
             click.echo(json.dumps({"cycles": result.report.cycles, "timing": result.report.as_dict()}, indent=1,

@@ -32,3 +32,9 @@ def source_of(program: Program, index: int | None) -> str:
         return ""
     loc = program.source_map.get(index)
     return f" [from {loc.file}:{loc.line}]" if loc is not None else ""
+
+
+def located(program: Program, exc: SimFault) -> SimFault:
+    """The fault with the source line of its instruction added, when the source map knows it."""
+    where = source_of(program, exc.index)
+    return SimFault(exc.message + where, exc.index) if where else exc

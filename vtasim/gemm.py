@@ -52,6 +52,19 @@ def _row_hash() -> np.ndarray:
     return ((z >> np.uint64(2)) | np.uint64(1)).astype(np.int64)
 
 
+def distinct_rows(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The first row of each distinct row of an int64 matrix (their positions) and each row's number among
+    them: rows hashed, then checked exactly (np.unique(axis=0) sorts rows as bytes, several times slower,
+    and runs only when two different rows share a hash)."""
+    keys = values @ _row_hash()[: values.shape[1]]
+    _, first, which = np.unique(keys, return_index=True, return_inverse=True)
+    which = which.reshape(-1)
+    if (values[first][which] != values).any():
+        _, first, which = np.unique(values, axis=0, return_index=True, return_inverse=True)
+        which = which.reshape(-1)
+    return first, which
+
+
 def _im2col_structure(plan: LoopPlan, tile_lanes: int) -> dict | None:
     """How an instruction's executions form (destination x tap) grids, or None if they do not.
 
@@ -76,12 +89,10 @@ def _im2col_structure(plan: LoopPlan, tile_lanes: int) -> dict | None:
         classes = np.zeros(starts.size, dtype=np.int64)
         first = np.zeros(1, dtype=np.int64)
     else:
-        # classes of equal rows: unique row hashes, then an exact check of every row against its class
         if taps > ROW_HASH_TAPS:
             return None
-        keys = w_grid @ _row_hash()[:taps]
-        _, first, classes = np.unique(keys, return_index=True, return_inverse=True)
-        if len(first) > MAX_IM2COL_CLASSES or (w_grid[first][classes] != w_grid).any():
+        first, classes = distinct_rows(w_grid)  # classes of equal rows
+        if len(first) > MAX_IM2COL_CLASSES:
             return None
     if len(first) * taps * tile_lanes > MAX_IM2COL_WEIGHT_LANES:
         return None

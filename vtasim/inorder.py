@@ -28,11 +28,11 @@ from vtasm.columns import StreamColumns
 
 from .alu import ADD, MAX, MIN, MUL, SHR, _run, _strategy, carry_facts, run_alu
 from .executable import executable
-from .gemm import _accumulate, _exact_float, _product_bound, _row_hash, carry_layout, run_gemm
+from .gemm import _accumulate, _exact_float, _product_bound, carry_layout, distinct_rows, run_gemm
 from .loops import CACHE_LANES, LoopPlan, moved
 from .memory import run_load, run_store
 from .state import int_dtype
-from .views import strided
+from .views import rows, strided
 
 LOAD, STORE, GEMM, ALU, FINISH = (isa.OPCODES[k] for k in ("load", "store", "gemm", "alu", "finish"))
 UOP, WGT, INP, ACC, OUT, ACC8 = (isa.MEM_TYPES[n] for n in ("uop", "wgt", "inp", "acc", "out", "acc8"))
@@ -86,7 +86,8 @@ def _rows(cols: StreamColumns, dram_size: int) -> tuple[list, list[list[int]]]:
             continue
         values = np.stack([cols.column(name)[index] for name in names], axis=1)
         if op in (GEMM, ALU):
-            distinct, which = _distinct_rows(values)
+            first, which = distinct_rows(values)
+            distinct = values[first]
             numbers = (which + len(kernels)).tolist()
             kernels += distinct.tolist()
         else:
@@ -134,18 +135,6 @@ def _store_entries(v: np.ndarray, cfg, dram_size: int) -> np.ndarray:
     return np.stack([how, sram, end, base, ys, row, step], axis=1)
 
 
-def _distinct_rows(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct rows of an int64 matrix and each row's number among them (rows hashed, then
-    checked exactly; np.unique(axis=0) sorts rows as bytes and is several times slower)."""
-    keys = values @ _row_hash()[: values.shape[1]]
-    _, first, which = np.unique(keys, return_index=True, return_inverse=True)
-    which = which.reshape(-1)
-    if not (values[first][which] == values).all():  # two rows share a hash: sort the rows themselves
-        distinct, which = np.unique(values, axis=0, return_inverse=True)
-        return distinct, which.reshape(-1)
-    return values[first], which
-
-
 def _affine_view(buf: np.ndarray, plan: LoopPlan, name: str, uops: np.ndarray,
                  f_out: int, f_in: int) -> np.ndarray | None:
     """The elements ``name`` indices of a plan walk, as one strided view of ``buf``, or None."""
@@ -191,15 +180,12 @@ class InOrderRun:
         self.templates: dict[tuple, tuple] = {}  # by the kernel without its place: (plan, place, index ranges)
         cfg = self.state.cfg
         s = self.state
-        self.buffers = {INP: (s.inp_bytes, cfg.inp_elem_bytes), WGT: (s.wgt_bytes, cfg.wgt_elem_bytes),
-                        ACC: (s.acc_bytes, cfg.acc_elem_bytes)}
         self.int32_acc = s.acc.dtype.itemsize == 4
         self.flat = {INP: s.inp_bytes.reshape(-1), WGT: s.wgt_bytes.reshape(-1), ACC: s.acc_bytes.reshape(-1)}
         self.acc_rows = s.acc.reshape(cfg.acc_depth, -1)  # one accumulator row per element, its lanes in order
         self.out_dtype = int_dtype(cfg.out_width)
         self.out_size = self.out_dtype.itemsize  # lanes stored are this many bytes each (OUT_WIDTH >= 8)
         self.dram_out = s.dram[: s.dram.size // self.out_size * self.out_size].view(self.out_dtype)
-        self.out_elem, self.acc_depth = cfg.out_elem_bytes, cfg.acc_depth
         self.held = 0  # plan lanes the prepared kernels keep alive, bounded by CACHE_LANES - TEMPLATE_LANES
         self.template_lanes = 0  # plan lanes the templates keep alive, bounded by TEMPLATE_LANES
 
@@ -234,12 +220,12 @@ class InOrderRun:
         if how == CONTIGUOUS:
             flat[t0:t1] = dram[base : base + t1 - t0]
         elif how == ROWS:
-            flat[t0:t1].reshape(ys, row)[...] = _dram_rows(dram, base, ys, row, step)
+            flat[t0:t1].reshape(ys, row)[...] = rows(dram, base, ys, row, step)
         else:
             tile = flat[t0:t1]
             tile.fill(0)
             if ys:
-                tile.reshape(ytot, xrow)[yp0 : yp0 + ys, xp0 : xp0 + row] = _dram_rows(dram, base, ys, row, step)
+                tile.reshape(ytot, xrow)[yp0 : yp0 + ys, xp0 : xp0 + row] = rows(dram, base, ys, row, step)
         if mtype == WGT:
             self.state.wgt_generation += 1
         elif mtype == INP:
@@ -255,7 +241,7 @@ class InOrderRun:
         if how == CONTIGUOUS:
             np.copyto(self.dram_out[base // size : (base + row * ys) // size], values.reshape(-1), casting="unsafe")
         else:  # keeping the low OUT_WIDTH bits, as the unit's conversion does
-            out = _dram_rows(self.state.dram, base, ys, row, step).view(self.out_dtype)
+            out = rows(self.state.dram, base, ys, row, step).view(self.out_dtype)
             np.copyto(out, values.reshape(ys, -1), casting="unsafe")
 
     # -- GEMM and ALU ------------------------------------------------------------
@@ -437,12 +423,3 @@ def _sign_of_identity(w: np.ndarray) -> int:
 
 def _nothing() -> None:
     return None
-
-
-def _dram_rows(dram: np.ndarray, base: int, rows: int, row: int, step: int) -> np.ndarray:
-    """A (rows, row) view of DRAM bytes from ``base`` every ``step`` bytes (all inside DRAM)."""
-    if rows == 1 or step == row:
-        return dram[base : base + rows * row].reshape(rows, row)
-    if base + rows * step <= dram.size:
-        return dram[base : base + rows * step].reshape(rows, step)[:, :row]
-    return strided(dram, base, (rows, row), (step, 1))

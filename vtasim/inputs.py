@@ -12,13 +12,14 @@ not. Loads and stores outside the tensors, or outside DRAM, are ignored here
 from __future__ import annotations
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided
 
 from vtasm import isa
 from vtasm.columns import stream_columns
 from vtasm.encoding import Instruction
 from vtasm.fileio import pieces
 from vtasm.program import Program
+
+from .views import rows
 
 _OUT = isa.MEM_TYPES["out"]
 
@@ -31,14 +32,6 @@ def dram_rows(program: Program, insn: Instruction) -> tuple[int, int, int, int] 
     if eb is None:
         return None
     return insn["dram_base"] * eb, insn["y_size"], insn["x_size"] * eb, insn["x_stride"] * eb
-
-
-def _rows_view(array: np.ndarray, rows: tuple[int, int, int, int]) -> np.ndarray | None:
-    """A (rows, bytes) strided view of ``array``, or None when the rows leave it."""
-    base, n, width, stride = rows
-    if base + (n - 1) * stride + width > array.size:
-        return None
-    return as_strided(array[base:], shape=(n, width), strides=(stride * array.itemsize, array.itemsize))
 
 
 def read_tensors(program: Program) -> list[str]:
@@ -58,10 +51,8 @@ def read_tensors(program: Program) -> list[str]:
     is_store = cols.opcode[moves] == store
     eb = np.zeros(moves.size, dtype=np.int64)  # DRAM element bytes (0: a memory type with none)
     mem = cols.column("memory_type")[moves]
-    for t in range(8):
-        size = isa.elem_bytes(program.config, _OUT if t == _OUT else t)
-        if size is not None:
-            eb[~is_store & (mem == t)] = size
+    for t in isa.MEM_TYPES.values():
+        eb[~is_store & (mem == t)] = isa.elem_bytes(program.config, t)
     eb[is_store] = isa.elem_bytes(program.config, _OUT)
     base = cols.column("dram_base")[moves] * eb
     ys = cols.column("y_size")[moves]
@@ -80,21 +71,12 @@ def read_tensors(program: Program) -> list[str]:
         if is_store[meets].any():
             first[True] = np.full(hi - lo, never, dtype=np.int32)
         for k in meets[::-1].tolist():
-            _rows_of(first[bool(is_store[k])], int(base[k]) - lo, int(ys[k]), int(width[k]), int(stride[k]))[...] = k
+            rows(first[bool(is_store[k])], int(base[k]) - lo, int(ys[k]), int(width[k]), int(stride[k]))[...] = k
         loads = first[False][seg.addr - lo : seg.end - lo]
         stores = first[True][seg.addr - lo : seg.end - lo] if first[True] is not None else never
         if (loads < stores).any():
             found.append(tensor.name)
     return found
-
-
-def _rows_of(array: np.ndarray, start: int, rows: int, width: int, step: int) -> np.ndarray:
-    """A (rows, width) view of ``array`` from ``start`` every ``step`` elements (all inside it)."""
-    if rows == 1 or step == width:
-        return array[start : start + rows * width].reshape(rows, width)
-    if step > width and start + rows * step <= array.size:
-        return array[start : start + rows * step].reshape(rows, step)[:, :width]
-    return as_strided(array[start:], shape=(rows, width), strides=(step * array.itemsize, array.itemsize))
 
 
 def missing_inputs(program: Program, given: set[str]) -> list[str]:

@@ -16,7 +16,7 @@ from typing import TextIO
 from vtasm.errors import FormatError, SimFault
 from vtasm.program import Program
 
-from .faults import source_of
+from .faults import located
 from .inputs import missing_inputs
 from .io import (
     PendingFile,
@@ -85,10 +85,7 @@ def simulate(program: Program, opts: RunOptions, trace_out: TextIO | None = None
     try:
         result = machine.run()
     except SimFault as exc:
-        where = source_of(program, exc.index)
-        if not where:
-            raise
-        raise SimFault(exc.message + where, exc.index) from None
+        raise located(program, exc) from None
     pending = _collect(program, opts, result.state.dram)
     write_files(pending)
     races = [r.describe(program) for r in checker.report()] if checker else []

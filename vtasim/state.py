@@ -19,7 +19,7 @@ from vtasm.columns import stream_bytes
 from vtasm.config import VTAConfig
 from vtasm.errors import FormatError
 from vtasm.fileio import pieces
-from vtasm.program import Program
+from vtasm.program import Program, first_overlap
 
 _INT = {8: np.int8, 16: np.int16, 32: np.int32}
 
@@ -106,8 +106,7 @@ def new_state(program: Program) -> MachineState:
     """A machine with zeroed buffers and the program's DRAM image loaded."""
     cfg = program.config
     dram = np.zeros(check_dram(program), dtype=np.uint8)
-    placed = sorted((s.addr, s.end) for s in program.segments if s.end > s.addr)
-    apart = all(a[1] <= b[0] for a, b in zip(placed, placed[1:], strict=False))  # no segment over another
+    apart = first_overlap([(s.addr, s.end) for s in program.segments]) is None  # no segment over another
     for seg in program.segments:
         for offset, piece in pieces(seg.data):  # a mapped file's pages are let go as they are copied
             data = np.frombuffer(piece, dtype=np.uint8)

@@ -18,3 +18,13 @@ def strided(array: np.ndarray, first: int, shape: tuple[int, ...], steps: tuple[
     row = array.strides[0]
     return np.ndarray((*shape, *array.shape[1:]), array.dtype, array, first * row,
                       (*(s * row for s in steps), *array.strides[1:]))
+
+
+def rows(array: np.ndarray, start: int, count: int, width: int, step: int) -> np.ndarray:
+    """A (count, width) view of a 1-D ``array``: ``count`` rows of ``width`` elements from ``start``, rows
+    ``step`` elements apart (all inside the array; rows may overlap when ``step`` < ``width``)."""
+    if count == 1 or step == width:
+        return array[start : start + count * width].reshape(count, width)
+    if step > width and start + count * step <= array.size:
+        return array[start : start + count * step].reshape(count, step)[:, :width]
+    return strided(array, start, (count, width), (step, 1))

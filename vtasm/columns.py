@@ -132,7 +132,7 @@ class InstructionList(LazyList[Instruction]):
         self.columns = columns
         self._names = {op: _decode_order(isa.layout(spec.name, columns.cfg)) for op, spec in isa.KIND_BY_OPCODE.items()}
         self._head = _decode_order(isa.layout("finish", columns.cfg))
-        super().__init__(len(columns))
+        super().__init__(len(columns), self._build)
 
     @property
     def data(self) -> bytes:

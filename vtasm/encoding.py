@@ -227,7 +227,7 @@ class MicroOpList(LazyList[MicroOp]):
             self._fields.append((words >> f.offset) & ((1 << f.width) - 1))
             known |= ((1 << f.width) - 1) << f.offset
         self._words, self._stray = words, (words & ~known) != 0
-        super().__init__(len(words))
+        super().__init__(len(words), self._build)
 
     def _build(self, i: int) -> MicroOp:
         d, s, w = (int(col[i]) for col in self._fields)

@@ -8,22 +8,20 @@ the same object every time.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
 
 
 class LazyList(Sequence, Generic[T]):
-    """Items 0..n-1 made by ``_build(i)`` on first use; equal to any sequence of equal items."""
+    """Items 0..n-1 made by ``build(i)`` on first use; equal to any sequence of equal items."""
 
     noun = "item"  # what the items are called in messages
 
-    def __init__(self, n: int):
+    def __init__(self, n: int, build: Callable[[int], T]):
         self._built: list[T | None] = [None] * n
-
-    def _build(self, i: int) -> T:
-        raise NotImplementedError
+        self._make = build
 
     def __len__(self) -> int:
         return len(self._built)
@@ -37,7 +35,7 @@ class LazyList(Sequence, Generic[T]):
             raise IndexError(f"{self.noun} index out of range")
         found = self._built[index]
         if found is None:
-            found = self._built[index] = self._build(index)
+            found = self._built[index] = self._make(index)
         return found
 
     def __iter__(self) -> Iterator[T]:

@@ -20,6 +20,18 @@ from .errors import FormatError
 DTYPES = {"int8": np.int8, "int16": np.int16, "int32": np.int32, "uint8": np.uint8}
 
 
+def first_overlap(ranges: list[tuple[int, int]]) -> tuple[int, int] | None:
+    """Of DRAM ranges [start, end), the first two non-empty ones that overlap when scanned by address, as
+    their positions in ``ranges`` (the earlier listed first); None when they all lie apart."""
+    widest: int | None = None
+    for i in sorted((i for i, (lo, hi) in enumerate(ranges) if hi > lo), key=lambda i: (ranges[i][0], i)):
+        if widest is not None and ranges[i][0] < ranges[widest][1]:
+            return min(widest, i), max(widest, i)
+        if widest is None or ranges[i][1] > ranges[widest][1]:
+            widest = i
+    return None
+
+
 @dataclass
 class Segment:
     """Bytes placed at a DRAM byte address before the run."""

@@ -1,5 +1,5 @@
 """Hashing rows: the GEMM unit's multipliers (splitmix64, written here from its definition)
-and the in-order run's kernel numbering."""
+and the distinct rows found with them (the in-order run's kernel numbering, im2col classes)."""
 
 from __future__ import annotations
 
@@ -37,17 +37,18 @@ def _distinct_by_tuples(values):
 def test_distinct_kernel_rows_numbered_like_sorting_them(monkeypatch):
     import numpy as np
 
-    import vtasim.inorder as inorder
+    import vtasim.gemm as gemm
 
     rng = np.random.default_rng(4)
     for trial in range(40):
         values = rng.integers(-3, 3, (int(rng.integers(1, 60)), int(rng.integers(1, 12)))).astype(np.int64)
         values[rng.integers(0, values.shape[0], 5) % values.shape[0]] = values[0]  # repeats
         if trial % 2:  # every row hashes alike: the exact check must notice and sort the rows instead
-            monkeypatch.setattr(inorder, "_row_hash", lambda: np.zeros(64, dtype=np.int64))
+            monkeypatch.setattr(gemm, "_row_hash", lambda: np.zeros(64, dtype=np.int64))
         else:
             monkeypatch.undo()
-        distinct, which = inorder._distinct_rows(values)
+        first, which = gemm.distinct_rows(values)
+        distinct = values[first]
         expected_rows, _ = _distinct_by_tuples(values)
         assert sorted(map(tuple, distinct.tolist())) == expected_rows
         assert [tuple(distinct[k]) for k in which.tolist()] == [tuple(r) for r in values.tolist()]

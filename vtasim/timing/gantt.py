@@ -19,6 +19,8 @@ import io
 from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
+
 from vtasm.errors import UsageError
 from vtasm.fileio import write_atomic
 from vtasm.program import Program
@@ -93,8 +95,6 @@ def _merge(bars: list[tuple[int, int, str, int]], pixel: float) -> dict[str, lis
 
 def _coverage(bars: list[tuple[int, int, str, int]], pixel: float):
     """For a crowded row: the pixel edges, and per kind the fraction of each pixel's cycles its bars cover."""
-    import numpy as np
-
     end = max(e for _, e, _, _ in bars)
     edges = np.arange(0.0, end + pixel, pixel)
     shares = {}
@@ -115,8 +115,6 @@ def _draw_crowded(ax, bars: list[tuple[int, int, str, int]], pixel: float, y: fl
     cycles as stacked heights (instructions from the bottom, token waits above them), so a module that mostly
     waits looks it. Drawn bar by bar, every bar a pixel wide at least, the short busy bars would cover the long
     waits between them."""
-    import numpy as np
-
     edges, shares = _coverage(bars, pixel)
     band = 0.7
     bottom = np.full(edges.size - 1, y - band / 2)

@@ -144,10 +144,10 @@ def summarise(timeline: Timeline, works: list[Work], cfg: VTAConfig, profile: Pr
     modules = {"fetch": {"busy": fetch_busy, "token": fetch_stalled, "memory": fetch_memory,
                          "idle": max(cycles - fetch_busy - fetch_stalled - fetch_memory, 0),
                          "instructions": len(works), "after_finish": 0}, **modules}
-    late = {it.index for it in timeline.insns if it.end > cycles}  # still running when FINISH ends the run
-    read_bytes = sum(w.bytes for i, w in enumerate(works) if w.kind == "read" and i not in late)
+    running = {it.index for it in timeline.insns if it.end > cycles}  # still running when FINISH ends the run
+    read_bytes = sum(w.bytes for i, w in enumerate(works) if w.kind == "read" and i not in running)
     read_bytes += 16 * len(works)
-    write_bytes = sum(w.bytes for i, w in enumerate(works) if w.kind == "write" and i not in late)
+    write_bytes = sum(w.bytes for i, w in enumerate(works) if w.kind == "write" and i not in running)
     return TimingReport(
         profile=profile.name, cycles=cycles, clock_mhz=profile.clock_mhz, modules=modules,
         gemm_executions=sum(w.executions for w in works if w.unit == "gemm"),

@@ -17,7 +17,7 @@ import numpy as np
 
 from vtasm.errors import AsmError, FormatError, SourceSpan
 from vtasm.fileio import read_bytes, read_npy
-from vtasm.program import DTYPES, TensorInfo
+from vtasm.program import DTYPES, TensorInfo, first_overlap
 
 from . import ast
 from .expr import Symbols
@@ -251,15 +251,11 @@ def _region(seg: PreparedSegment) -> Region:
 
 def check_overlaps(regions: list[Region]) -> None:
     """Raise for the first two non-empty regions that overlap (reported at the later one)."""
-    order = {id(r): i for i, r in enumerate(regions)}
-    widest: Region | None = None
-    for r in sorted((r for r in regions if r.size), key=lambda r: (r.addr, order[id(r)])):
-        if widest is not None and r.addr < widest.end:
-            first, second = sorted((widest, r), key=lambda x: order[id(x)])
-            raise AsmError(
-                f"{second.what} ({second.addr:#x}..{second.end:#x}) overlaps "
-                f"{first.what} ({first.addr:#x}..{first.end:#x})",
-                second.span or first.span,
-            )
-        if widest is None or r.end > widest.end:
-            widest = r
+    pair = first_overlap([(r.addr, r.end) for r in regions])
+    if pair is not None:
+        first, second = regions[pair[0]], regions[pair[1]]
+        raise AsmError(
+            f"{second.what} ({second.addr:#x}..{second.end:#x}) overlaps "
+            f"{first.what} ({first.addr:#x}..{first.end:#x})",
+            second.span or first.span,
+        )

@@ -23,11 +23,11 @@ from vtasm.config import VTAConfig, config_from_dict, default_config
 from vtasm.encoding import codec_for
 from vtasm.errors import ConfigError, FormatError
 from vtasm.fileio import read_bytes, read_mapped, write_atomic
-from vtasm.program import DumpRange, Program, Segment, TensorInfo
+from vtasm.program import DumpRange, Program, Segment, TensorInfo, first_overlap
 
 from .jsonfields import get_int, get_list, get_object, get_str, parse_json
 from .meta import SegmentEntry, _tensor_entry, _tensors
-from .vbin import check_config_matches, check_uops_kept, config_difference, is_vbin, read_vbin
+from .vbin import check_config_matches, config_difference, is_vbin, read_vbin
 
 LAYOUT = "layout.json"
 LAYOUT_KEYS = ("config", "insn_addr", "uop_addr", "insn_file", "uop_file", "segments", "dump", "dram_bytes",
@@ -126,8 +126,7 @@ def import_raw(directory: str | Path, cfg: VTAConfig | None = None,
             raise FormatError(f"{uop_path}: {len(uop_data)} bytes is not a whole number of 4-byte micro-ops")
         if "uop_addr" not in layout:
             raise FormatError(f"{where}: missing key 'uop_addr' (required when {uop_file} exists)")
-        uops = codec.decode_uops(uop_data)
-        check_uops_kept(codec.encode_uops(uops), uop_data, str(uop_path))
+        uops = codec.decode_uops(uop_data)  # keeps every word as read (stray bits in ``raw``)
 
     placed: list[tuple[str, int, bytes]] = []
     for i, item in enumerate(get_list(layout.get("segments", []), f"{where} segments")):
@@ -181,13 +180,10 @@ def import_raw(directory: str | Path, cfg: VTAConfig | None = None,
 
 def _check_apart(regions: list[tuple[str, int, int]], where: str) -> None:
     """Refuse two non-empty DRAM regions that overlap, as the assembler does (the later one is named first)."""
-    widest = None
-    for what, lo, hi in sorted((r for r in regions if r[2] > r[1]), key=lambda r: r[1]):
-        if widest is not None and lo < widest[2]:
-            raise FormatError(f"{where}: {what} (0x{lo:x}..0x{hi:x}) overlaps {widest[0]} "
-                              f"(0x{widest[1]:x}..0x{widest[2]:x})")
-        if widest is None or hi > widest[2]:
-            widest = (what, lo, hi)
+    pair = first_overlap([(lo, hi) for _, lo, hi in regions])
+    if pair is not None:
+        (a, a_lo, a_hi), (b, b_lo, b_hi) = regions[pair[0]], regions[pair[1]]
+        raise FormatError(f"{where}: {b} (0x{b_lo:x}..0x{b_hi:x}) overlaps {a} (0x{a_lo:x}..0x{a_hi:x})")
 
 
 def _read_tensors(value: object, placed: list[tuple[str, int, bytes]],

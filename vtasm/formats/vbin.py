@@ -169,17 +169,17 @@ def read_vbin(data: bytes, origin: str = "<vbin>", lazy_source_map: bool = False
     if not isinstance(data, bytes) and not (isinstance(data, memoryview) and data.readonly):
         data = bytes(data)  # segments are views of the data: it must not change under them
     later = DataCheck()
-    corrupt = FormatError(f"{origin}: CRC mismatch in chunk DATA (the file is corrupt)")
+    error: VtaError | None = None
     try:
         program = _read_chunks(_split_chunks(data, origin, later), origin, lazy_source_map)
-    except VtaError:
-        if not later.wait():
-            raise corrupt from None  # what checking the chunks in file order reports first
-        raise
+    except VtaError as exc:
+        error = exc
     finally:
-        later.wait()  # the thread never outlives the call
-    if not later.wait():
-        raise corrupt
+        data_ok = later.wait()  # the thread never outlives the call
+    if not data_ok:  # a corrupt DATA chunk comes first in file order: it is the error to report
+        raise FormatError(f"{origin}: CRC mismatch in chunk DATA (the file is corrupt)")
+    if error is not None:
+        raise error
     return program
 
 
@@ -190,8 +190,7 @@ def _read_chunks(chunks: dict[str, bytes], origin: str, lazy_source_map: bool) -
     codec = codec_for(meta.config)
     insn_bytes, uop_bytes = chunks["INSN"], chunks["UOPS"]
     instructions = decode_stream(insn_bytes, meta.config)
-    uops = codec.decode_uops(uop_bytes)
-    check_uops_kept(codec.encode_uops(uops), uop_bytes, f"{origin}: UOPS")
+    uops = codec.decode_uops(uop_bytes)  # keeps every word as read (stray bits in ``raw``)
     blob = chunks["DATA"]
     segments = [Segment(s.name, s.addr, blob[s.offset : s.offset + s.size], s.file) for s in meta.segments]
     source_map = None
@@ -237,16 +236,6 @@ def _check_sizes(meta: Meta, chunks: dict[str, bytes], origin: str) -> None:
     used = sum(seg.size for seg in meta.segments)
     if used != size:
         raise FormatError(f"{origin}: chunk DATA has {size} bytes but the segments hold {used}")
-
-
-def check_uops_kept(reencoded: bytes, original: bytes, where: str) -> None:
-    """Refuse micro-op words that would not survive decoding (bits outside every field)."""
-    if reencoded == original:
-        return
-    for i in range(0, len(original), 4):
-        if reencoded[i : i + 4] != original[i : i + 4]:
-            word = int.from_bytes(original[i : i + 4], "little")
-            raise FormatError(f"{where}: micro-op {i // 4} (0x{word:08x}) has bits set outside its fields")
 
 
 def save_vbin(program: Program, path: str | Path) -> None:

@@ -94,7 +94,7 @@ def import_model(path: str | Path, calibration: str | Path | np.ndarray | None =
         shape = network.shapes[network.input]
         if isinstance(calibration, np.ndarray):
             data = checked_calibration(calibration.astype(np.float64).reshape((-1,) + tuple(shape[1:])),
-                                       "calibration inputs")
+                                       "the calibration array")
         else:
             data = read_calibration(calibration, network.name, shape)
     qnet = quantise(network, data)
