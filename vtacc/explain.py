@@ -19,6 +19,7 @@ from vtacc.schedule.operators import GemmProducer, PoolProducer
 from vtacc.schedule.scheduler import IDENTITY, NEG_IDENTITY
 from vtacc.schedule.steps import WGT
 from vtasm import isa
+from vtasm.portability import portable_uop_entries
 
 from .compiler import Compiled, compulsory_bytes
 from .roofline import roofline_points, roofline_text
@@ -75,7 +76,8 @@ def explain(compiled: Compiled) -> str:
         for buf, _lo, hi in e.access.reads + e.access.writes:
             if buf in used:
                 used[buf] = max(used[buf], hi)
-    depth = {"inp": cfg.inp_depth, "wgt": cfg.wgt_depth, "acc": cfg.acc_depth, "uop": cfg.uop_depth}
+    depth = {"inp": cfg.inp_depth, "wgt": cfg.wgt_depth, "acc": cfg.acc_depth,
+             "uop": portable_uop_entries(cfg.uop_depth)}  # the micro-op entries every measured design holds
     lines.append("  buffer occupancy (highest element used / depth): " + ", ".join(
         f"{b} {used[b] + 1}/{depth[b]} ({100 * (used[b] + 1) // depth[b]}%)" for b in used))
     stages = Counter(i.stage for i in prog.instructions)

@@ -126,8 +126,8 @@ def run(program: str | None, config_path: str | None, inputs: tuple[str, ...], z
                f"({extras['uop_executions']:,} micro-op executions){wrote}", err=True)
     for line in report.warnings:
         click.echo(line, err=True)
-    if lint and not report.warnings:
-        click.echo("0 lint warnings", err=True)
+    if lint:
+        click.echo(report.lint_summary, err=True)
     for line in report.races:
         click.echo(line, err=True)
     if check_races:

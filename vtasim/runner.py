@@ -58,6 +58,7 @@ class RunReport:
     races: list[str]
     warnings: list[str]
     written: list[Path]
+    lint_summary: str = ""  # with --lint: how many warnings, on which designs, and how many notes
 
 
 def simulate(program: Program, opts: RunOptions, trace_out: TextIO | None = None) -> RunReport:
@@ -70,6 +71,7 @@ def simulate(program: Program, opts: RunOptions, trace_out: TextIO | None = None
     out = trace_out
     if opts.trace or opts.check_races or opts.lint:  # loaded only when asked for: start-up stays short
         from .lint import Linter
+        from .lint import summary as lint_summary
         from .races import RaceChecker
         from .trace import Locator, TraceStream, jsonl_tracer, text_tracer, trace_header
 
@@ -89,8 +91,10 @@ def simulate(program: Program, opts: RunOptions, trace_out: TextIO | None = None
     pending = _collect(program, opts, result.state.dram)
     write_files(pending)
     races = [r.describe(program) for r in checker.report()] if checker else []
-    warnings = [w.describe(program) for w in linter.report()] if linter else []
-    return RunReport(result, races, warnings, [f.path for f in pending])
+    found = linter.report() if linter else []
+    warnings = [w.describe(program) for w in found]
+    summary = lint_summary(found) if linter else ""
+    return RunReport(result, races, warnings, [f.path for f in pending], summary)
 
 
 def _check_inputs(program: Program, opts: RunOptions) -> None:

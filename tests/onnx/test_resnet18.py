@@ -13,6 +13,7 @@ from vtacc.model import compile_model
 from vtasim.session import run_arrays
 from vtasm.config import default_config
 
+from ..portable import lint_run
 from ..vtasm.paths import REPO
 
 
@@ -37,4 +38,5 @@ def test_resnet18_onnx_end_to_end(tmp_path):
     got = run_arrays(model.compiled.program, {model.input_name: x}, [model.output_name])[0][model.output_name]
     assert got.shape == (1, 1000)
     assert np.array_equal(got, run_int8(qnet, x)[qnet.network.output])
+    assert lint_run(model.compiled.program) == []  # every rule of isa.md section 7 kept
     assert compile_s < 60  # the bar is 10 s on an idle machine (see docs/onnx.md); generous under a loaded suite

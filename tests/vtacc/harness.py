@@ -9,10 +9,12 @@ import numpy as np
 from vtacc.compiler import Compiled
 from vtacc.frontend.check import check_source
 from vtacc.program_builder import compile_file
+from vtasim.lint import Linter
 from vtasim.machine import Machine
 from vtasim.races import RaceChecker
 from vtasm.config import VTAConfig, default_config, load_config
 
+from ..portable import portability_warnings
 from ..vtasm.paths import GOLDEN, require
 
 CONFIGS = ("default", "batch2", "block8", "block32")
@@ -38,12 +40,17 @@ def compile_source(source: str, cfg: VTAConfig, kernel: str | None = None, profi
 
 def run(source: str, inputs: dict[str, np.ndarray], cfg: VTAConfig | None = None, kernel: str | None = None,
         check_races: bool = True, profile=None) -> Result:
-    """Compile (tiles chosen for ``profile``), load the inputs through the tensor table, run to FINISH, unpack."""
+    """Compile (tiles chosen for ``profile``), load the inputs through the tensor table, run to FINISH, unpack.
+
+    The portability lint watches every run: compiled code must keep every rule of isa.md section 7 (a shift by a
+    tensor, whose amounts are data, is the user's to keep in range).
+    """
     compiled = compile_source(source, cfg or default_config(), kernel, profile)
     program = compiled.program
     assert program.instructions[-1].kind == "finish"
     machine = Machine(program)
     checker = RaceChecker(machine) if check_races else None
+    linter = Linter(machine)
     for name, array in inputs.items():
         seg, info = program.segment(name), program.tensor(name)
         data = info.pack(array)
@@ -53,6 +60,8 @@ def run(source: str, inputs: dict[str, np.ndarray], cfg: VTAConfig | None = None
     for info in program.tensors:
         seg = program.segment(info.name)
         outputs[info.name] = info.unpack(result.state.dram[seg.addr : seg.addr + info.nbytes].tobytes())
+    warnings = portability_warnings(program, linter)
+    assert warnings == [], "compiled code breaks a rule of isa.md section 7:\n" + "\n".join(warnings)
     return Result(outputs, compiled, result.counters, checker.report() if checker else [])
 
 

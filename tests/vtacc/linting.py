@@ -7,12 +7,10 @@ import numpy as np
 from vtasim.lint import Linter
 from vtasim.machine import Machine
 from vtasim.races import RaceChecker
-from vtasm import isa
 from vtasm.config import VTAConfig, default_config
 
+from ..portable import portability_warnings
 from .harness import Result, compile_source
-
-SHR = isa.ALU_OPS["shr"]
 
 
 def run_linted(source: str, inputs: dict[str, np.ndarray], cfg: VTAConfig | None = None,
@@ -32,13 +30,4 @@ def run_linted(source: str, inputs: dict[str, np.ndarray], cfg: VTAConfig | None
     for info in program.tensors:
         seg = program.segment(info.name)
         outputs[info.name] = info.unpack(state.dram[seg.addr : seg.addr + info.nbytes].tobytes())
-    return Result(outputs, compiled, {}, checker.report()), [w.describe(program) for w in linter.report()
-                                                              if not _tensor_shift(program, w)]
-
-
-def _tensor_shift(program, warning) -> bool:
-    """The one documented warning compiled code may keep: a shift by a tensor whose amounts are data."""
-    if warning.rule != "shift-range" or warning.index is None:
-        return False
-    insn = program.instructions[warning.index]
-    return insn.kind == "alu" and insn["alu_opcode"] == SHR and not insn["use_imm"]
+    return Result(outputs, compiled, {}, checker.report()), portability_warnings(program, linter)

@@ -125,17 +125,20 @@ def test_a_single_element_sum_is_spread_over_partial_sums():
     kernel = build_kernel([Dim("k", 27, 0, 1, 1)], (5, 0, 0), spare=Spare(5, 100, 1, 3))
     assert [u[0] for u in kernel.uops] == [5, 100, 101] and (kernel.iter_out, kernel.iter_in) == (1, 9)
     assert Spare(5, 100, 1, 3).used(kernel) == 2
-    with pytest.raises(ValueError, match="consecutive writes"):
+    with pytest.raises(ValueError, match="3 apart"):
         build_kernel([Dim("k", 27, 0, 1, 1)], (5, 0, 0))
 
 
 @pytest.mark.parametrize("kernel, ok", [
-    (Kernel(((0, 0, 0), (1, 0, 0)), 1, 4, (0, 0), (0, 0)), True),
+    (Kernel(((0, 0, 0), (1, 0, 0)), 1, 4, (0, 0), (0, 0)), False),  # 0 1 0 1: two apart
+    (Kernel(((0, 0, 0), (1, 0, 0), (2, 0, 0)), 1, 4, (0, 0), (0, 0)), True),  # 0 1 2 0 1 2: three apart
     (Kernel(((0, 0, 0), (1, 0, 0), (0, 0, 0)), 1, 1, (0, 0), (0, 0)), False),  # list distance 2
     (Kernel(((0, 0, 0), (1, 0, 0), (2, 0, 0), (0, 0, 0)), 1, 1, (0, 0), (0, 0)), True),
     (Kernel(((0, 0, 0), (1, 0, 0)), 1, 2, (0, 1), (0, 0)), False),  # 1 then (next iteration) 0 + 1
     (Kernel(((0, 0, 0),), 3, 1, (0, 0), (0, 0)), False),  # the outer loop repeats one element
-    (Kernel(((0, 0, 0),), 3, 2, (0, 1), (0, 0)), True),
+    (Kernel(((0, 0, 0),), 3, 2, (0, 1), (0, 0)), False),  # 0 1 0 1 0 1
+    (Kernel(((0, 0, 0),), 3, 3, (0, 1), (0, 0)), True),  # 0 1 2 0 1 2 0 1 2
+    (Kernel(((0, 0, 0),), 2, 3, (1, 1), (0, 0)), False),  # 0 1 2 1 2 3: 2 is written, then read two later
 ])
 def test_keeps_rules(kernel, ok):
     assert keeps_rules(kernel) == ok

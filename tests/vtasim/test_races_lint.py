@@ -14,7 +14,10 @@ from . import randprog
 from .builders import (
     ACC,
     ACC8,
+    ADD,
     INP,
+    MAX,
+    MIN,
     MUL,
     SHR,
     UOP,
@@ -176,13 +179,16 @@ def test_shift_by_immediate_outside_five_bits_is_flagged(imm, flagged):
     assert lint(lint_program(body=[alu(SHR, 0, 2, imm=imm)])) == (["shift-range"] if flagged else [])
 
 
-@pytest.mark.parametrize("amounts, flagged", [((15, -16), False), ((0, 3), False), ((16, 0), True),
-                                              ((0, -17), True), ((1 << 20, 1), True)])
-def test_shift_by_tensor_values_outside_five_bits_is_flagged(amounts, flagged):
+@pytest.mark.parametrize("amounts, rules", [
+    ((15, 0), []), ((0, 3), []), ((16, 0), ["shift-range"]), ((1 << 20, 1), ["shift-range"]),
+    ((15, -16), ["shift-negative-tensor"]),  # the Chisel designs shift right only by tensor amounts
+    ((0, -17), ["shift-negative-tensor", "shift-range"]),
+])
+def test_shift_by_tensor_values_outside_five_bits_is_flagged(amounts, rules):
     table = ((0, 0, 0), (1, 1, 1), (0, 2, 0))
     body = [alu(SHR, 2, 3, (1, 2), dst=(0, 1), src=(0, 1))]  # acc[0..1] >>= acc[2..3]
     prog = lint_program(table, acc=(7, 7, *amounts), body=body)
-    assert lint(prog) == (["shift-range"] if flagged else [])
+    assert lint(prog) == rules
 
 
 @pytest.mark.parametrize("mem, flagged", [(WGT, True), (UOP, True), (INP, False), (ACC, False)])
@@ -197,26 +203,34 @@ def test_storing_loaded_but_untouched_accumulators_is_flagged():
 
 
 def test_copy_through_the_alu_makes_a_store_portable():
-    table = ((0, 0, 0), (1, 1, 1), (2, 0, 0), (3, 0, 0))
+    table = ((0, 0, 0), (1, 1, 1), (2, 2, 0), (3, 3, 0))
     assert lint(lint_program(table, body=[alu(SHR, 2, 4, imm=0)], stored=4)) == []
 
 
 def test_consecutive_micro_ops_with_the_same_destination_break_both_rules():
-    assert lint(lint_program(table=((0, 0, 0), (0, 1, 1)), stored=1)) == ["uop-dst-hazard", "uop-list-hazard"]
+    assert lint(lint_program(table=((0, 0, 0), (0, 1, 1)), stored=1)) == ["acc-distance", "uop-list-hazard"]
 
 
 def test_same_destination_far_apart_or_not_executed_is_not_flagged():
-    assert lint(lint_program(table=((0, 0, 0), (1, 1, 1), (2, 0, 0), (0, 1, 0)), body=[gemm(0, 4)])) == []
+    table = ((0, 0, 0), (1, 1, 1), (2, 0, 0), (0, 1, 0))  # 0 1 2 0: three apart
+    assert lint(lint_program(table=table, body=[gemm(0, 4)])) == []
     assert lint(lint_program(table=((0, 0, 0), (1, 1, 1), (5, 0, 0), (5, 0, 0)))) == []
 
 
 CLEAN = ((0, 0, 0), (1, 1, 1))  # the kernel of lint_program's own GEMM
 
 
-def kernel_warnings(table, iters=(1, 1), dst=(0, 0), use_alu=False):
-    """The lint's warnings on one more GEMM (or ALU copy) over the micro-ops ``table``, after the clean one."""
+def kernel_warnings(table, iters=(1, 1), dst=(0, 0), use_alu=False, src=None):
+    """The lint's warnings on one more GEMM (or ALU shift by 0) over the micro-ops ``table``, after the clean one.
+
+    The ALU's src is its dst unless ``src`` gives the src factors of a tensor operation.
+    """
     end = len(CLEAN) + len(table)
-    insn = alu(SHR, len(CLEAN), end, iters, dst, imm=0) if use_alu else gemm(len(CLEAN), end, iters, dst)
+    if use_alu:
+        table = tuple((d, d if src is None else s, w) for d, s, w in table)
+        insn = alu(SHR, len(CLEAN), end, iters, dst, dst if src is None else src, imm=0 if src is None else None)
+    else:
+        insn = gemm(len(CLEAN), end, iters, dst)
     program = lint_program(CLEAN + tuple(table), body=[insn])
     machine = Machine(program)
     linter = Linter(machine)
@@ -226,42 +240,73 @@ def kernel_warnings(table, iters=(1, 1), dst=(0, 0), use_alu=False):
 
 @pytest.mark.parametrize("use_alu", [False, True])
 def test_a_destination_two_micro_ops_back_in_the_list_is_refused_by_the_runtime(use_alu):
-    (rule, text), = kernel_warnings(((0, 0, 0), (1, 1, 1), (0, 1, 0)), use_alu=use_alu)
-    assert rule == "uop-list-hazard"
-    assert "micro-ops 2 and 4 (one apart in the list) both write acc[0]" in text and "runtime refuses" in text
+    (rule, text), (rule2, text2) = kernel_warnings(((0, 0, 0), (1, 1, 1), (0, 1, 0)), use_alu=use_alu)
+    assert rule == "acc-distance" and "2 executions later" in text and "(breaks on hls)" in text
+    assert rule2 == "uop-list-hazard"
+    assert "micro-ops 2 and 4 (one apart in the list) both write acc[0]" in text2 and "runtime refuses" in text2
 
 
 def test_the_list_rule_looks_at_the_list_not_at_the_executions():
-    # executions 0 1 | 2 3: fine for the pipeline, refused by the runtime all the same
-    assert [r for r, _ in kernel_warnings(((0, 0, 0), (1, 1, 1), (0, 0, 0)), (1, 2), (0, 2))] == ["uop-list-hazard"]
+    # a reset reads nothing, so writing one element twice in a row is harmless: the runtime refuses it all the same
+    end = len(CLEAN) + 3
+    reset = gemm(len(CLEAN), end, reset=1)
+    assert lint(lint_program(CLEAN + ((0, 0, 0), (1, 1, 1), (0, 0, 0)), body=[reset])) == ["uop-list-hazard"]
     # executions 0 | 0: the list is fine, the executions are not
-    assert [r for r, _ in kernel_warnings(((0, 0, 0),), (1, 2))] == ["uop-dst-hazard"]
+    assert [r for r, _ in kernel_warnings(((0, 0, 0),), (1, 2))] == ["acc-distance"]
 
 
 @pytest.mark.parametrize("use_alu", [False, True])
-@pytest.mark.parametrize("table, iters, dst, where", [
-    (((0, 0, 0),), (1, 2), (0, 0), "micro-op 2 of iteration (0, 0) and micro-op 2 of iteration (0, 1) "
-     "both write acc[0]"),
-    (((0, 0, 0),), (2, 1), (0, 0), "micro-op 2 of iteration (0, 0) and micro-op 2 of iteration (1, 0) "
-     "both write acc[0]"),
-    (((0, 0, 0), (1, 1, 1)), (1, 2), (0, 1), "micro-op 3 of iteration (0, 0) and micro-op 2 of iteration (0, 1) "
-     "both write acc[1]"),
-    (((0, 0, 0), (1, 1, 1)), (2, 2), (1, 0), "micro-op 3 of iteration (0, 1) and micro-op 2 of iteration (1, 0) "
-     "both write acc[1]"),
+@pytest.mark.parametrize("table, iters, dst, where, distance", [
+    (((0, 0, 0),), (1, 2), (0, 0), "micro-op 2 of iteration (0, 0) writes acc[0] and the next execution, "
+     "micro-op 2 of iteration (0, 1)", 1),
+    (((0, 0, 0),), (2, 1), (0, 0), "micro-op 2 of iteration (0, 0) writes acc[0] and the next execution, "
+     "micro-op 2 of iteration (1, 0)", 1),
+    (((0, 0, 0), (1, 1, 1)), (1, 2), (0, 1), "micro-op 3 of iteration (0, 0) writes acc[1] and the next execution, "
+     "micro-op 2 of iteration (0, 1)", 1),
+    (((0, 0, 0), (1, 1, 1)), (2, 2), (1, 0), "micro-op 3 of iteration (0, 1) writes acc[1] and the next execution, "
+     "micro-op 2 of iteration (1, 0)", 1),
+    (((0, 0, 0), (1, 1, 1)), (1, 2), (0, 0), "micro-op 2 of iteration (0, 0) writes acc[0] and 2 executions later, "
+     "micro-op 2 of iteration (0, 1)", 2),
+    (((0, 0, 0),), (2, 2), (1, 1), "micro-op 2 of iteration (0, 1) writes acc[1] and the next execution, "
+     "micro-op 2 of iteration (1, 0)", 1),
+    (((0, 0, 0),), (3, 1), (1, 0), None, 0),  # 0 1 2
+    (((0, 0, 0),), (2, 3), (1, 1), "micro-op 2 of iteration (0, 1) writes acc[1] and 2 executions later, "
+     "micro-op 2 of iteration (1, 0)", 2),  # 0 1 2 1 2 3
 ])
-def test_back_to_back_executions_across_loop_iterations_are_flagged(table, iters, dst, where, use_alu):
-    (rule, text), = kernel_warnings(table, iters, dst, use_alu)
-    assert rule == "uop-dst-hazard" and where in text
+def test_executions_closer_than_three_on_one_element_are_flagged(table, iters, dst, where, distance, use_alu):
+    found = kernel_warnings(table, iters, dst, use_alu)
+    if distance == 0:
+        assert found == []
+        return
+    (rule, text), = found
+    assert rule == "acc-distance" and where in text
+    designs = "hls" if distance == 2 else ("chisel-2021, hls" if use_alu else "chisel-2019, hls")
+    assert text.endswith(f"(breaks on {designs})")
 
 
 @pytest.mark.parametrize("table, iters, dst", [
-    (((0, 0, 0), (1, 1, 1)), (2, 2), (2, 0)),  # 0 1 0 1 2 3 2 3
-    (((0, 0, 0),), (2, 2), (2, 1)),  # 0 1 2 3
+    (((0, 0, 0), (1, 1, 1)), (2, 2), (2, 0)),  # 0 1 0 1 2 3 2 3: two apart
     (((0, 0, 0), (1, 1, 1), (2, 0, 0)), (2, 1), (0, 0)),  # 0 1 2 0 1 2
-    (((0, 0, 0),), (0, 2), (0, 0)),  # no executions
 ])
-def test_executions_that_move_on_are_not_flagged(table, iters, dst):
-    assert kernel_warnings(table, iters, dst) == []
+def test_resets_read_nothing_so_only_the_list_rule_applies(table, iters, dst):
+    end = len(CLEAN) + len(table)
+    program = lint_program(CLEAN + tuple(table), body=[gemm(len(CLEAN), end, iters, dst, reset=1)])
+    assert lint(program) == []
+
+
+def test_executions_that_move_on_are_not_flagged():
+    assert kernel_warnings(((0, 0, 0),), (2, 2), (2, 1)) == []  # 0 1 2 3
+    assert kernel_warnings(((0, 0, 0), (1, 1, 1), (2, 0, 0)), (2, 1), (0, 0)) == []  # 0 1 2 0 1 2
+    assert kernel_warnings(((0, 0, 0),), (0, 2), (0, 0)) == []  # no executions
+
+
+def test_an_alu_reading_a_source_written_just_before_is_flagged():
+    # acc[k + 1] = acc[k + 1] + acc[k] for k = 0, 1, 2: a prefix sum, each source written by the execution before
+    table = ((1, 0, 0),)
+    (rule, text), = kernel_warnings(table, (1, 3), (0, 1), use_alu=True, src=(0, 1))
+    assert rule == "acc-distance" and "via src" in text and text.endswith("(breaks on chisel-2021, hls)")
+    # the same sum with sources three elements back reads nothing written in the last two executions
+    assert kernel_warnings(((3, 0, 0),), (1, 3), (0, 1), use_alu=True, src=(0, 1)) == []
 
 
 @settings(max_examples=200, deadline=None)
@@ -271,9 +316,32 @@ def test_lint_matches_both_rules_spelled_out(dsts, iter_out, iter_in, f_out, f_i
     assume(max(dsts) + max(0, iter_out - 1) * f_out + max(0, iter_in - 1) * f_in <= 3)
     runtime = any(d in dsts[max(0, t - 2):t] for t, d in enumerate(dsts))
     executions = [d + i * f_out + j * f_in for i in range(iter_out) for j in range(iter_in) for d in dsts]
-    pipeline = any(a == b for a, b in zip(executions, executions[1:], strict=False))
+    close = any(a == b for k in (1, 2) for a, b in zip(executions, executions[k:], strict=False))
     rules = [r for r, _ in kernel_warnings([(d, 0, 0) for d in dsts], (iter_out, iter_in), (f_out, f_in))]
-    assert rules == ["uop-dst-hazard"] * pipeline + ["uop-list-hazard"] * runtime
+    assert rules == ["acc-distance"] * close + ["uop-list-hazard"] * runtime
+
+
+@pytest.mark.parametrize("src, flagged", [(0, True), (2, False)])
+def test_an_immediate_alu_whose_src_is_not_its_dst_is_flagged(src, flagged):
+    program = lint_program(CLEAN + ((2, src, 0),), body=[alu(SHR, 2, 3, imm=1)])  # acc[2] >>= 1
+    assert lint(program) == (["imm-src"] if flagged else [])
+
+
+def test_an_immediate_alu_with_loop_factors_unlike_dst_is_flagged():
+    program = lint_program(CLEAN + ((2, 2, 0),), body=[alu(SHR, 2, 3, (1, 2), dst=(0, 1), src=(0, 0), imm=1)])
+    assert lint(program) == ["imm-src"]
+    same = lint_program(CLEAN + ((2, 2, 0),), body=[alu(SHR, 2, 3, (1, 2), dst=(0, 1), src=(0, 1), imm=1)])
+    assert lint(same) == []
+
+
+@pytest.mark.parametrize("op, imm, noted", [(ADD, -1, True), (MAX, -128, True), (MIN, 5, False), (SHR, -3, False)])
+def test_negative_immediates_are_a_note_for_the_2019_core(op, imm, noted):
+    machine = Machine(lint_program(body=[alu(op, 0, 2, imm=imm)]))
+    linter = Linter(machine)
+    machine.run()
+    found = linter.report()
+    assert [w.rule for w in found] == (["imm-zero-extend"] if noted else [])
+    assert all(w.note for w in found)
 
 
 def queue_program(pushes: int):
@@ -287,4 +355,6 @@ def queue_program(pushes: int):
 
 def test_token_queue_deeper_than_hardware_is_flagged():
     assert lint(queue_program(8)) == []
-    assert lint(queue_program(9)) == ["queue-depth-l2g"]
+    assert lint(queue_program(9)) == ["queue-depth-sim"]  # a note: the HLS simulation top holds 8
+    # the Chisel designs' 8-bit counters hold 255 (and the note stays)
+    assert lint(queue_program(256)) == ["queue-depth", "queue-depth-sim"]

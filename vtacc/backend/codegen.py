@@ -18,6 +18,7 @@ import numpy as np
 from vtacc.schedule.layouts import DramTensor
 from vtacc.schedule.steps import ACC, INP, WGT, Alu, Gemm, Group, Kernel, Load, Store
 from vtasm import isa
+from vtasm import portability as port
 from vtasm.columns import encode_instructions
 from vtasm.config import VTAConfig
 from vtasm.encoding import Instruction, MicroOp, make_instruction
@@ -79,6 +80,7 @@ class _Builder:
         self.out: list[Emitted] = []
         self.dram_state: dict[str, set[str]] = {}  # tensor -> stages that touched it since the last fence
         self.uop_loads = 0
+        self.uop_entries = port.portable_uop_entries(cfg.uop_depth)  # what every measured design's buffer holds
 
     # -- helpers --------------------------------------------------------------
     def emit(self, insn: Instruction, access: Access, group: int | None, note: str = "") -> None:
@@ -105,15 +107,18 @@ class _Builder:
     def register(self, kernel: Kernel, kind: str) -> None:
         """Give a kernel its place in the micro-op table (first use first; a pre-pass calls this in step order)."""
         key = kernel.uops
-        if len(key) > self.cfg.uop_depth:
+        if len(key) > self.uop_entries:
             raise CompileError(f"a micro-op kernel of {len(key)} micro-ops exceeds the micro-op buffer "
-                               f"({self.cfg.uop_depth})")
+                               f"({self.uop_entries} entries{self._uop_note()})")
         if key not in self.table:
             self.table[key] = len(self.uops)
             self.labels[f"{kind}{len(self.labels)}"] = len(self.uops)
             self.uops += [MicroOp(*u) for u in key]
             self.position[key] = len(self.order)
             self.order.append(key)
+
+    def _uop_note(self) -> str:
+        return f", the portable part of {self.cfg.uop_depth}" if self.uop_entries < self.cfg.uop_depth else ""
 
     def _uop_slot(self, kernel: Kernel, group: int | None) -> int:
         """The micro-op buffer slot of a kernel, loading it first if it is not resident.
@@ -130,19 +135,19 @@ class _Builder:
             return self.resident[key]
         index, n = self.table[key], len(key)
         keys = [key]
-        if index + n <= self.cfg.uop_depth:
+        if index + n <= self.uop_entries:
             slot = index
             k = self.position[key] + 1
             while k < len(self.order):  # the kernels after it in the table, while they fit the batch and buffer
                 nxt = self.order[k]
                 end = self.table[nxt] + len(nxt)
-                if end > self.cfg.uop_depth or end - index > max(UOP_BATCH, n):
+                if end > self.uop_entries or end - index > max(UOP_BATCH, n):
                     break
                 keys.append(nxt)
                 n = end - index
                 k += 1
         else:
-            if self.uop_next + n > self.cfg.uop_depth:
+            if self.uop_next + n > self.uop_entries:
                 self.uop_next = 0
             slot = self.uop_next
             self.uop_next += n

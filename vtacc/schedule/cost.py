@@ -34,6 +34,7 @@ from vtasm.encoding import make_instruction
 from .convolution import window_dmas
 from .dma import box_dmas
 from .epilogue import Needs
+from .kernels import copies_needed
 from .problem import Problem
 
 EPILOGUE_PARTS = 4  # the scheduler splits the last tile's epilogue and store into up to this many parts
@@ -94,11 +95,14 @@ class CostModel:
             else:
                 chunk_load += self.dma(WGT, toc, nic * kk)
             chunk_gemm = self.gemm(tn * toc * nic * kk * th * tw, tn * toc * tw)
-            reset = self.gemm(e, 1, reset=True)
+            copies = copies_needed(e, nic * kk)  # partial sums: reset with the tile, added back by the ALU
+            reset = self.gemm(e, 1, reset=True) + (self.gemm(e * copies, 1, reset=True) if copies else 0)
         elif producer == "pool":
             chunk_load = tn * toc * self.dma(INP, th_in, tw_in)
             chunk_gemm = self.gemm(tn * toc * th_in * tw_in, 1) + kk * self.alu(e, imm=False)
         epilogue, store = self._epilogue(sh, needs, tn, toc, th, tw)
+        if producer == "gemm":
+            epilogue += copies * self.alu(e, imm=False)
         last_epilogue, last_store = epilogue, store  # the last tile's epilogue runs in parts (scheduler)
         if tn == 1 and toc >= 2 and needs.acc_slots == 1:
             parts = min(toc, EPILOGUE_PARTS)

@@ -5,11 +5,13 @@ micro-ops, and each index (dst, src, wgt) is affine in the loop counters. An
 iteration space is a list of dimensions, each with an extent and a stride per
 index; the builder merges dimensions that enumerate like one, picks the two
 that become hardware loops and enumerates the others as micro-ops, those that
-move dst innermost. Every kernel it returns keeps two rules (isa.md section 7):
-no micro-op writes the element of either of the two before it in the list
-(the runtime refuses such kernels), and no two consecutive executions, across
-loop iterations too, write the same element (the pipelined hardware loses one
-of them). Among the kernels that do, it takes the fewest micro-ops.
+move dst innermost. Every kernel it returns keeps two rules (isa.md section 7,
+declared in vtasm.portability): no micro-op writes the element of either of
+the two before it in the list (the runtime refuses such kernels), and no
+execution touches an element that one of the two executions before it wrote,
+across loop iterations too (the HLS design does not see those writes; the
+2019 Chisel core loses back-to-back ones). Among the kernels that do, it
+takes the fewest micro-ops.
 
 A sum of several terms into a single element cannot keep the rules by
 ordering alone: given a ``Spare`` region, the builder spreads the terms over
@@ -22,6 +24,8 @@ from __future__ import annotations
 import functools
 import itertools
 from dataclasses import dataclass
+
+from vtasm import portability as port
 
 from .steps import Kernel
 
@@ -95,35 +99,47 @@ def _splits(dims: list[Dim]) -> list[list[Dim]]:
     return out
 
 
-def wraps(first: int, last: int, iter_out: int, iter_in: int, dst: tuple[int, int]) -> bool:
-    """Whether the last micro-op of an iteration and the first of the next write one element."""
-    if iter_in > 1 and first + dst[1] == last:
-        return True
-    return iter_out > 1 and first + dst[0] == last + (iter_in - 1) * dst[1]
-
-
 def keeps_rules(kernel: Kernel) -> bool:
-    """Whether no micro-op repeats the dst of one of the two before it, nor an execution that of the one before."""
-    d = [u[0] for u in kernel.uops]
-    if any(d[t] == d[t - 1] or (t > 1 and d[t] == d[t - 2]) for t in range(1, len(d))):
+    """Whether the kernel keeps the runtime's list rule and the accumulator-distance rule (vtasm.portability)."""
+    dst = [u[0] for u in kernel.uops]
+    if port.list_hazard(dst) is not None:
         return False
-    return not (d and kernel.executions > 1 and wraps(d[0], d[-1], kernel.iter_out, kernel.iter_in, kernel.dst))
+    return port.acc_hazard(dst, None, kernel.iter_out, kernel.iter_in, kernel.dst) is None
+
+
+def _next_iteration(dsts: list[int], iter_out: int, iter_in: int, dst: tuple[int, int]) -> list[tuple[int, int]]:
+    """(distance in the list, element) of the next iteration's first micro-ops, as seen from the list's end."""
+    shifts = set()
+    if iter_in > 1:
+        shifts.add(dst[1])
+    if iter_out > 1:
+        shifts.add(dst[0] - (iter_in - 1) * dst[1])
+    return [(k, d + s) for k, d in enumerate(dsts[: port.MIN_ACC_DISTANCE - 1]) for s in shifts]
 
 
 def _assign_copies(dsts: list[int], iter_out: int, iter_in: int, dst: tuple[int, int],
                    spare: Spare) -> list[int] | None:
-    """The list's dst indices moved to partial-sum copies where the rules need it (None: the spare is too small)."""
+    """The list's dst indices moved to partial-sum copies where the rules need it (None: no assignment found).
+
+    Greedy: each micro-op takes the first copy whose element none of the two
+    micro-ops before it writes, nor (near the list's end) the next
+    iteration's first ones; the finished kernel is checked whole.
+    """
+    gap = port.MIN_ACC_DISTANCE - 1
     out: list[int] = []
+    n = len(dsts)
     for t, d in enumerate(dsts):
+        ahead = _next_iteration(out, iter_out, iter_in, dst) if t >= n - gap else []
         for c in range(spare.count + 1):
             v = d + spare.offset(c)
-            last = t == len(dsts) - 1
-            if v not in out[-2:] and not (last and wraps(out[0] if out else v, v, iter_out, iter_in, dst)):
-                out.append(v)
-                break
+            if v in out[-gap:] or any(v == e for k, e in ahead if (n - t) + k < port.MIN_ACC_DISTANCE):
+                continue
+            out.append(v)
+            break
         else:
             return None
-    return out
+    probe = Kernel(tuple((v, 0, 0) for v in out), iter_out, iter_in, dst, (0, 0))
+    return out if keeps_rules(probe) else None
 
 
 def _candidates(dims: list[Dim], max_uops: int | None):
@@ -186,8 +202,16 @@ def _build(dims: tuple[Dim, ...], base: tuple[int, int, int], max_uops: int | No
         kernel = _search([merged, *_splits(merged)], base, max_uops, spare)
     if kernel is None:
         raise ValueError("no micro-op kernel of this iteration space fits the micro-op buffer and keeps "
-                         "consecutive writes to one accumulator element apart")
+                         "executions on one accumulator element 3 apart")
     return kernel
+
+
+def copies_needed(elems: int, terms: int) -> int:
+    """Partial-sum copies (beyond the tile itself) that a tile of ``elems`` elements needs when one GEMM adds
+    ``terms`` terms into each: executions on one element must be ``MIN_ACC_DISTANCE`` apart."""
+    if terms < 2 or elems >= port.MIN_ACC_DISTANCE:
+        return 0
+    return -(-port.MIN_ACC_DISTANCE // elems) - 1
 
 
 def contiguous(count: int, dst: int, src: int = 0, wgt: int = 0, src_step: int = 0, wgt_step: int = 0) -> Kernel:

@@ -47,6 +47,13 @@ class Kernel:
     def executions(self) -> int:
         return self.iter_out * self.iter_in * len(self.uops)
 
+    def src_as_dst(self) -> Kernel:
+        """The same kernel with every src index equal to its dst index (micro-ops and loop factors)."""
+        if self.src == self.dst and all(u[1] == u[0] for u in self.uops):
+            return self
+        return Kernel(tuple((u[0], u[0], u[2]) for u in self.uops), self.iter_out, self.iter_in, self.dst, self.dst,
+                      self.wgt)
+
     def indices(self, which: int) -> tuple[int, int]:
         """Lowest and highest index of field ``which`` (0 dst, 1 src, 2 wgt) over all executions."""
         factors = (self.dst, self.src, self.wgt)[which]
@@ -87,6 +94,10 @@ class Alu:
     kernel: Kernel
     op: str  # min, max, add, shr, mul
     imm: int | None = None  # None: tensor operand (src indexes the accumulator)
+
+    def __post_init__(self) -> None:
+        if self.imm is not None:  # the 2021 Chisel design reads an immediate's operand at src: keep src == dst
+            object.__setattr__(self, "kernel", self.kernel.src_as_dst())
 
 
 Step = Load | Store | Gemm | Alu
