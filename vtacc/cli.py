@@ -20,6 +20,9 @@ EMITS = ("asm", "checked", "schedule", "ir", "dump", "vk")
 @click.argument("source", type=click.Path(dir_okay=False))
 @click.option("--calibrate", type=click.Path(dir_okay=False), default=None, metavar="DATA.npy",
               help="ONNX models: calibration inputs ([samples, ...input shape]) that set the int8 scales.")
+@click.option("--input-shape", "input_shapes", multiple=True, metavar="NAME=D0,D1,...",
+              help="ONNX models: fix the shape of input NAME (dimensions the model leaves open, e.g. a dynamic "
+                   "batch: --input-shape data=1,3,224,224); repeat for several inputs.")
 @click.option("--params", type=click.Path(dir_okay=False), default=None, metavar="WEIGHTS.npz",
               help="Values of some entry-kernel inputs (the weights an ONNX import wrote beside its .vk), packed "
                    "into the program.")
@@ -49,7 +52,8 @@ EMITS = ("asm", "checked", "schedule", "ir", "dump", "vk")
 @traceback_option
 @reports_errors
 @click.version_option(package_name="vta-toolchain")
-def compile_command(source: str, calibrate: str | None, params: str | None, output: str | None, kernel_name: str | None,
+def compile_command(source: str, calibrate: str | None, input_shapes: tuple[str, ...], params: str | None,
+         output: str | None, kernel_name: str | None,
          emit: str, explain: bool, timing: str | None, mem_latency: int | None, timing_sets: tuple[str, ...],
          roofline: str | None, roofline_threads: bool, config_path: str | None) -> None:
     """Compile SOURCE (a .vk kernel file or an .onnx model) for VTA.
@@ -84,7 +88,7 @@ def compile_command(source: str, calibrate: str | None, params: str | None, outp
     if Path(source).suffix.lower() == ".onnx":
         if kernel_name is not None or params is not None:
             raise UsageError("--kernel and --params are for .vk files; an ONNX model compiles as a whole")
-        checked, values = _import(source, calibrate, emit, output)
+        checked, values = _import(source, calibrate, emit, output, parse_input_shapes(input_shapes))
         if checked is None:
             return
         kernel_name = "main"
@@ -93,6 +97,8 @@ def compile_command(source: str, calibrate: str | None, params: str | None, outp
             raise UsageError(f"--emit vk writes an ONNX model as kernel language; {source} is not an .onnx model")
         if calibrate is not None:
             raise UsageError("--calibrate quantises an ONNX model; a .vk file is already in integers")
+        if input_shapes:
+            raise UsageError("--input-shape fixes an ONNX model's input shapes; a .vk file declares its own")
         checked = load_kernels(source, kernel_name)
         if params is not None:
             values = _read_params(params)
@@ -132,14 +138,28 @@ def compile_command(source: str, calibrate: str | None, params: str | None, outp
         _write(output, assembly(compiled, Path(checked.path).name, checked.source))
 
 
-def _import(source: str, calibrate: str | None, emit: str, output: str | None):
+def parse_input_shapes(given: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
+    """``NAME=D0,D1,...`` options as a dict (a UsageError names the one that is malformed)."""
+    shapes: dict[str, tuple[int, ...]] = {}
+    for text in given:
+        name, sep, dims = text.rpartition("=")
+        parts = dims.replace("x", ",").split(",")
+        if not sep or not name or not all(p.strip().isdigit() and int(p) > 0 for p in parts):
+            raise UsageError(f"--input-shape {text}: expected NAME=D0,D1,... with positive dimensions, "
+                             "e.g. data=1,3,224,224")
+        shapes[name] = tuple(int(p) for p in parts)
+    return shapes
+
+
+def _import(source: str, calibrate: str | None, emit: str, output: str | None,
+            input_shapes: dict[str, tuple[int, ...]]):
     """The model as a checked kernel file and its weights; with --emit vk, write those instead (then None)."""
     import numpy as np
 
     from vtacc.frontend.check import check_source
     from vtacc.frontend.onnx import import_model
 
-    imported = import_model(source, calibrate)
+    imported = import_model(source, calibrate, input_shapes)
     click.echo(imported.report(), nl=False, err=True)
     if emit == "vk":
         if output is None or Path(output).suffix.lower() != ".vk":

@@ -41,7 +41,9 @@ def compile_imported(imported: Imported, cfg: VTAConfig, profile: Profile | None
 
 
 def compile_model(path: str | Path, cfg: VTAConfig, calibration: str | Path | np.ndarray | None = None,
-                  profile: Profile | None = None) -> CompiledModel:
-    """Import an ONNX model (quantised with ``calibration``) and compile it for ``cfg``."""
-    imported = import_model(path, calibration)
+                  profile: Profile | None = None,
+                  input_shapes: dict[str, tuple[int, ...]] | None = None) -> CompiledModel:
+    """Import an ONNX model (quantised with ``calibration``, open input dimensions fixed by ``input_shapes``)
+    and compile it for ``cfg``."""
+    imported = import_model(path, calibration, input_shapes)
     return compile_imported(imported, cfg, profile, Path(path).with_suffix(".vk").name)

@@ -86,9 +86,13 @@ def checked_calibration(data: np.ndarray, where: str) -> np.ndarray:
     return data
 
 
-def import_model(path: str | Path, calibration: str | Path | np.ndarray | None = None) -> Imported:
-    """Load, map, quantise and write an ONNX model (ModelError names the node or file at fault)."""
-    network = lower(load_graph(path))
+def import_model(path: str | Path, calibration: str | Path | np.ndarray | None = None,
+                 input_shapes: dict[str, tuple[int, ...]] | None = None) -> Imported:
+    """Load, map, quantise and write an ONNX model (ModelError names the node or file at fault).
+
+    ``input_shapes`` fixes input dimensions the model leaves open (a dynamic batch, ...).
+    """
+    network = lower(load_graph(path, input_shapes))
     data = None
     if calibration is not None:
         shape = network.shapes[network.input]

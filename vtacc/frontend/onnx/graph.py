@@ -2,8 +2,10 @@
 
 ``load_graph`` reads a model with the ``onnx`` package and refuses, with one
 line naming the node, what the importer cannot take: an operator outside
-SUPPORTED, a dynamic or unknown shape, an input that nothing produces.
-Shapes come from ONNX's own shape inference; every tensor's must be static.
+SUPPORTED (every such node, in one message), a dynamic or unknown shape, an
+input that nothing produces. Input dimensions the model leaves open are fixed
+by the caller (``--input-shape``); shapes then come from ONNX's own shape
+inference, and shape arithmetic on constants is folded away (fold.py).
 """
 
 from __future__ import annotations
@@ -15,8 +17,11 @@ import numpy as np
 
 from vtasm.errors import ModelError
 
+from .fold import fix_input_shapes, model_opset, open_inputs, static_model
+
 SUPPORTED = ("Conv", "Gemm", "MatMul", "Relu", "Clip", "MaxPool", "AveragePool", "GlobalAveragePool", "Add",
-             "Flatten", "Reshape", "Concat", "BatchNormalization", "Identity", "QuantizeLinear", "DequantizeLinear")
+             "Flatten", "Reshape", "Concat", "BatchNormalization", "Identity", "Dropout", "QuantizeLinear",
+             "DequantizeLinear")
 
 
 @dataclass
@@ -43,6 +48,7 @@ class Graph:
     outputs: list[str]
     shapes: dict[str, tuple[int, ...]]
     constants: dict[str, np.ndarray]
+    opset: int = 13  # of the default domain
 
     def producer(self, tensor: str) -> Node | None:
         return next((n for n in self.nodes if tensor in n.outputs), None)
@@ -51,11 +57,11 @@ class Graph:
         return [n for n in self.nodes if tensor in n.inputs]
 
 
-def load_graph(path: str | Path) -> Graph:
-    """Read and check an ONNX model file."""
+def load_graph(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = None) -> Graph:
+    """Read and check an ONNX model file; ``input_shapes`` fixes the dimensions the model leaves open."""
     try:
         import onnx
-        from onnx import numpy_helper, shape_inference
+        from onnx import numpy_helper
     except ImportError:
         raise ModelError(f"{path}: importing ONNX models needs the onnx package: pip install '.[onnx]'") from None
     name = Path(path).name
@@ -65,25 +71,31 @@ def load_graph(path: str | Path) -> Graph:
         raise ModelError(f"{path}: no such file") from None
     except Exception as exc:  # the onnx package raises its own protobuf errors
         raise ModelError(f"{name}: not a readable ONNX model ({' '.join(str(exc).split())[:200]})") from None
-    try:
-        model = shape_inference.infer_shapes(model, strict_mode=True)
-    except Exception as exc:
-        raise ModelError(f"{name}: ONNX shape inference failed: {' '.join(str(exc).split())[:300]}") from None
+    opset = model_opset(model, name)
+    fix_input_shapes(model, name, input_shapes or {})
+    still_open = open_inputs(model)
+    if still_open:
+        raise ModelError(f"{name}: the model leaves dimensions of its input{'s' if len(still_open) > 1 else ''} "
+                         f"{', '.join(still_open)} open; fix them with --input-shape NAME=D0,D1,... "
+                         "(e.g. a batch of 1)")
+    model = static_model(model, name)
     g = model.graph
     constants = {t.name: numpy_helper.to_array(t) for t in g.initializer}
-    nodes = []
+    nodes, refused = [], []
     for k, n in enumerate(g.node):
         node = Node(n.op_type, n.name or f"{n.op_type.lower()}_{k}", list(n.input), list(n.output),
                     {a.name: onnx.helper.get_attribute_value(a) for a in n.attribute})
         if n.domain not in ("", "ai.onnx"):
-            raise ModelError(f"{node.where(name)}: operators of domain '{n.domain}' are not supported")
-        if node.op == "Constant":  # a constant node is an initialiser written as a node
-            constants[node.outputs[0]] = numpy_helper.to_array(node.attrs["value"])
+            refused.append(f"node '{node.name}' ({n.domain}.{node.op})")
             continue
         if node.op not in SUPPORTED:
-            raise ModelError(f"{node.where(name)}: operator {node.op} is not supported (supported: "
-                             f"{', '.join(SUPPORTED)})")
+            refused.append(f"node '{node.name}' ({node.op})")
+            continue
         nodes.append(node)
+    if refused:
+        shown = ", ".join(refused[:20]) + (f" and {len(refused) - 20} more" if len(refused) > 20 else "")
+        raise ModelError(f"{name}: {len(refused)} node{'s' if len(refused) > 1 else ''} with no VTA mapping: "
+                         f"{shown} (supported: {', '.join(SUPPORTED)})")
     inputs = [i.name for i in g.input if i.name not in constants]
     known = set(inputs) | set(constants)
     for node in nodes:
@@ -110,4 +122,4 @@ def load_graph(path: str | Path) -> Graph:
         for tensor in node.outputs:
             if tensor not in shapes:
                 raise ModelError(f"{node.where(name)}: ONNX shape inference gave no shape for output '{tensor}'")
-    return Graph(name, nodes, inputs, [o.name for o in g.output], shapes, constants)
+    return Graph(name, nodes, inputs, [o.name for o in g.output], shapes, constants, opset)

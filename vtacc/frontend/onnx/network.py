@@ -132,6 +132,10 @@ class _Lowering:
             self.consts[node.outputs[0]] = self.consts[node.inputs[0]]
         self.alias[node.outputs[0]] = node.inputs[0]
 
+    def op_Dropout(self, node: Node) -> None:
+        """Identity at inference (its mask output, if any, is never read by a layer)."""
+        self.op_Identity(node)
+
     def op_Flatten(self, node: Node) -> None:
         t = self.activation(node, node.inputs[0])
         shape = self.g.shapes[t]

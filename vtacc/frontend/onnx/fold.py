@@ -1,0 +1,128 @@
+"""Static shapes and folded shape arithmetic, before the importer reads an ONNX model.
+
+Exports often carry a dynamic batch (or other symbolic dimensions) and the
+arithmetic that computes reshape targets from them at run time (Shape,
+Gather, Slice, Cast, Concat, Unsqueeze, ConstantOfShape, ...). Once every
+input's shape is fixed (``--input-shape NAME=1,3,224,224`` for what the model
+leaves open), ONNX's shape inference makes every shape static, and every node
+whose inputs are all constants (or a Shape of a tensor whose shape is known)
+is evaluated once with onnx's reference evaluator and becomes an initialiser.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vtasm.errors import ModelError
+
+OPSETS = (7, 21)  # the default-domain opsets the importer reads
+KEEP = frozenset({"QuantizeLinear", "DequantizeLinear"})  # the importer reads their scales: never folded
+MAX_FOLDED = 1 << 24  # elements a folded constant may have (shape arithmetic is small; weights pass unchanged)
+PASSES = 16  # inference and folding alternate until nothing changes (a Shape folds once its input's is known)
+
+
+def model_opset(model, name: str) -> int:
+    """The model's default-domain opset, refused outside OPSETS."""
+    versions = [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")]
+    opset = versions[0] if versions else 1
+    if not OPSETS[0] <= opset <= OPSETS[1]:
+        raise ModelError(f"{name}: opset {opset}; the importer reads opsets {OPSETS[0]} to {OPSETS[1]}")
+    return opset
+
+
+def fix_input_shapes(model, name: str, given: dict[str, tuple[int, ...]]) -> None:
+    """Set the shape of every graph input named in ``given``; refuse names the model does not have."""
+    constants = {t.name for t in model.graph.initializer}
+    inputs = {i.name: i for i in model.graph.input if i.name not in constants}
+    unknown = sorted(set(given) - set(inputs))
+    if unknown:
+        raise ModelError(f"{name}: --input-shape names {', '.join(unknown)}, which the model does not take "
+                         f"(its inputs: {', '.join(inputs)})")
+    for key, dims in given.items():
+        shape = inputs[key].type.tensor_type.shape
+        if len(shape.dim) and len(shape.dim) != len(dims):
+            raise ModelError(f"{name}: --input-shape {key} gives {len(dims)} dimensions; the model's input has "
+                             f"{len(shape.dim)}")
+        del shape.dim[:]
+        for d in dims:
+            shape.dim.add().dim_value = d
+
+
+def open_inputs(model) -> list[str]:
+    """Graph inputs (not initialisers) with a dimension that is not a fixed number, as 'name [N, 3, 224, 224]'."""
+    constants = {t.name for t in model.graph.initializer}
+    found = []
+    for info in model.graph.input:
+        dims = info.type.tensor_type.shape.dim
+        if info.name in constants or all(d.HasField("dim_value") for d in dims):
+            continue
+        shown = ", ".join(str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?") for d in dims)
+        found.append(f"'{info.name}' [{shown}]")
+    return found
+
+
+def static_model(model, name: str):
+    """The model with shapes inferred and constant subgraphs folded into initialisers."""
+    from onnx import shape_inference
+
+    for _ in range(PASSES):
+        try:
+            model = shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
+        except Exception as exc:
+            raise ModelError(f"{name}: ONNX shape inference failed: {' '.join(str(exc).split())[:300]}") from None
+        if not _fold_once(model, name):
+            return model
+    return model
+
+
+def _known_shapes(model) -> dict[str, tuple[int, ...]]:
+    shapes = {}
+    for info in list(model.graph.input) + list(model.graph.value_info) + list(model.graph.output):
+        dims = info.type.tensor_type.shape.dim
+        if info.type.tensor_type.HasField("shape") and all(d.HasField("dim_value") for d in dims):
+            shapes[info.name] = tuple(int(d.dim_value) for d in dims)
+    return shapes
+
+
+def _fold_once(model, name: str) -> bool:
+    """Replace every foldable node by initialisers; whether anything changed."""
+    from onnx import numpy_helper
+    from onnx.reference import ReferenceEvaluator
+
+    g = model.graph
+    values = {t.name: numpy_helper.to_array(t) for t in g.initializer}
+    shapes = _known_shapes(model)
+    outputs = {o.name for o in g.output}
+    kept, folded = [], {}
+    for node in g.node:
+        results = None
+        if node.domain in ("", "ai.onnx") and node.op_type not in KEEP and not set(node.output) & outputs:
+            if node.op_type == "Constant":
+                results = ReferenceEvaluator(node).run(None, {})
+            elif node.op_type == "Shape" and node.input[0] in shapes and node.input[0] not in values:
+                attrs = {a.name: a.i for a in node.attribute}
+                dims = shapes[node.input[0]]
+                results = [np.array(dims[slice(attrs.get("start", 0), attrs.get("end", len(dims)))], np.int64)]
+            elif node.input and all(not t or t in values or t in folded for t in node.input):
+                feeds = {t: folded.get(t, values.get(t)) for t in node.input if t}
+                try:
+                    results = ReferenceEvaluator(node).run(None, feeds)
+                except Exception as exc:
+                    where = f"{name}: node '{node.name or node.op_type}' ({node.op_type})"
+                    raise ModelError(f"{where}: its inputs are constants but it could not be evaluated "
+                                     f"({' '.join(str(exc).split())[:200]})") from None
+        if results is None or any(np.asarray(r).size > MAX_FOLDED for r in results):
+            kept.append(node)
+            continue
+        for out, value in zip(node.output, results, strict=False):
+            if out:
+                folded[out] = np.asarray(value)
+    if not folded:
+        return False
+    del g.node[:]
+    g.node.extend(kept)
+    g.initializer.extend(numpy_helper.from_array(v, k) for k, v in folded.items())
+    stale = [v for v in g.value_info if v.name in folded]
+    for v in stale:
+        g.value_info.remove(v)
+    return True
