@@ -30,6 +30,7 @@ from .vtasim.reference import (
     Geometry,
     Reference,
     alu_op,
+    initial_dram,
     wrap,
 )
 
@@ -107,15 +108,10 @@ class DesignReference(Reference):
 def run_design(program, design: str, inputs: dict[str, bytes]) -> bytearray:
     """DRAM after running ``program`` as ``design`` would, with ``inputs`` (packed bytes) in their segments."""
     geo = Geometry(program.config.log_values())
-    size = max([s.addr + len(s.data) for s in program.segments]
-               + [program.uop_addr + 4 * len(program.uops), program.insn_addr + 16 * len(program.instructions)])
-    dram = bytearray(size)
-    for seg in program.segments:
-        dram[seg.addr:seg.addr + len(seg.data)] = inputs.get(seg.name, seg.data)
-    for k, u in enumerate(program.uops):
-        at = program.uop_addr + 4 * k
-        dram[at:at + 4] = geo.encode_uop(u.dst_idx, u.src_idx, u.wgt_idx)
+    dram = initial_dram(program, geo)
+    for name, data in inputs.items():
+        seg = program.segment(name)
+        dram[seg.addr:seg.addr + len(data)] = data
     machine = DesignReference(geo, dram, design=design)
     machine.run([dict(insn.fields) for insn in program.instructions])
     return machine.dram
-

@@ -14,6 +14,7 @@ from vtasm import isa
 from vtasm.encoding import Instruction
 
 from .loops import PlanCache
+from .memory import loaded_elements
 from .state import MachineState
 
 UOP, WGT, INP, ACC, OUT, ACC8 = (isa.MEM_TYPES[n] for n in ("uop", "wgt", "inp", "acc", "out", "acc8"))
@@ -44,7 +45,7 @@ def accesses(state: MachineState, insn: Instruction, plans: PlanCache) -> Access
     if kind == "load" and insn["x_size"] and insn["memory_type"] in _SRAM:
         mtype = insn["memory_type"]
         x, y = insn["x_size"], insn["y_size"]
-        total = (insn["x_pad_0"] + x + insn["x_pad_1"]) * (insn["y_pad_0"] + y + insn["y_pad_1"])
+        total = loaded_elements(insn)
         writes[_SRAM[mtype]] = np.arange(insn["sram_base"], insn["sram_base"] + total, dtype=np.int64)
         eb = cfg.acc8_elem_bytes if mtype == ACC8 else isa.elem_bytes(cfg, mtype)
         reads["dram"] = _dram_bytes(insn["dram_base"] * eb, y, x * eb, insn["x_stride"] * eb)

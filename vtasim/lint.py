@@ -20,6 +20,7 @@ from vtasm.encoding import Instruction
 
 from .faults import insn_title, source_of
 from .machine import Machine
+from .memory import loaded_elements
 from .pipeline import StepEvent
 
 MUL, SHR = isa.ALU_OPS["mul"], isa.ALU_OPS["shr"]
@@ -71,7 +72,8 @@ class Linter:
         self.machine = machine
         self.warnings: dict[tuple, Warning_] = {}
         self.acc_writer = np.zeros(machine.state.cfg.acc_depth, dtype=np.int8)
-        self._hazards: dict[tuple, port.Hazard | None] = {}
+        self._hazards: dict[tuple, port.Hazard | None] = {}  # per kernel and loops: the closest stale read
+        self._lists: dict[tuple, tuple[int, int] | None] = {}  # per loaded micro-op range: the runtime's rule
         self._portable_uops = machine.state.cfg.uop_depth > port.UOP_ENTRIES
         machine.pipeline.pre_observers.append(self.before)
         machine.observe(self.after)
@@ -158,15 +160,12 @@ class Linter:
             self._warn("acc8", index, "ACC_8BIT loads exist only in the behavioral simulator and the Intel OpenCL "
                        "design")
         if mtype == UOP and self._portable_uops:
-            top = insn["sram_base"] + (insn["y_pad_0"] + insn["y_size"] + insn["y_pad_1"]) * (
-                insn["x_pad_0"] + insn["x_size"] + insn["x_pad_1"])
+            top = insn["sram_base"] + loaded_elements(insn)
             if top > port.UOP_ENTRIES:
                 self._warn("uop-capacity", index, f"writes micro-op entries up to {top - 1}, past "
                            f"{port.UOP_ENTRIES - 1}")
         if mtype in (ACC, ACC8):
-            total = (insn["x_pad_0"] + insn["x_size"] + insn["x_pad_1"]) * (
-                insn["y_pad_0"] + insn["y_size"] + insn["y_pad_1"])
-            self.acc_writer[insn["sram_base"] : insn["sram_base"] + total] = BY_LOAD
+            self.acc_writer[insn["sram_base"] : insn["sram_base"] + loaded_elements(insn)] = BY_LOAD
 
     def _store(self, index: int, insn: Instruction) -> None:
         lo = insn["sram_base"]
@@ -179,7 +178,10 @@ class Linter:
 
     def _check_list(self, index: int, bgn: int, dst: np.ndarray) -> None:
         """The runtime's rule: no micro-op of a kernel has the dst of either of the two before it in the list."""
-        hit = port.list_hazard(dst.tolist())
+        key = (self.machine.state.uop_generation, bgn, bgn + dst.size)
+        if key not in self._lists:
+            self._lists[key] = port.list_hazard(dst.tolist())
+        hit = self._lists[key]
         if hit:
             a, b = hit
             apart = "adjacent" if b - a == 1 else "one apart"

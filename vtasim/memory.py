@@ -43,6 +43,11 @@ def _dram_rows(state: MachineState, index: int, insn: Instruction, base_byte: in
     return view
 
 
+def loaded_elements(insn: Instruction) -> int:
+    """SRAM elements a LOAD writes from its sram_base on: rows and columns with their padding."""
+    return (insn["x_pad_0"] + insn["x_size"] + insn["x_pad_1"]) * (insn["y_pad_0"] + insn["y_size"] + insn["y_pad_1"])
+
+
 def load_fault(cfg, dram_bytes: int, insn: Instruction) -> str | None:
     """Why a LOAD faults, from its fields and the DRAM size alone (None: it does not), checked in the
     order a run checks them."""
@@ -54,7 +59,7 @@ def load_fault(cfg, dram_bytes: int, insn: Instruction) -> str | None:
         return None
     if mtype == ACC8 and (cfg.acc_width != 32 or cfg.inp_width != 8):
         return "ACC_8BIT loads need 32-bit accumulators and 8-bit inputs"
-    total = (insn["x_pad_0"] + x_size + insn["x_pad_1"]) * (insn["y_pad_0"] + y_size + insn["y_pad_1"])
+    total = loaded_elements(insn)
     depth = {UOP: cfg.uop_depth, WGT: cfg.wgt_depth, INP: cfg.inp_depth}.get(mtype, cfg.acc_depth)
     base = insn["sram_base"]
     if base + total > depth:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import onnx
 import pytest
 from onnx import helper
 
@@ -155,3 +158,20 @@ def test_input_shape_on_the_command_line(tmp_path):
     assert bad.returncode == 2 and "expected NAME=D0,D1,..." in bad.stderr
     missing = subprocess.run(base, capture_output=True, text=True, timeout=120)
     assert missing.returncode == 1 and "--input-shape" in missing.stderr and "Traceback" not in missing.stderr
+
+
+LIGHT = Path(onnx.__file__).parent / "backend" / "test" / "data" / "light"  # model-zoo exports onnx ships
+
+
+@pytest.mark.parametrize("name, listed, folded", [
+    ("light_vgg19.onnx", "1 node with no VTA mapping: node 'n45' (Softmax)", "ConstantOfShape"),  # weights
+    ("light_bvlc_alexnet.onnx", "3 nodes with no VTA mapping: node 'n2' (LRN), node 'n6' (LRN)", "ConstantOfShape"),
+    ("light_densenet121.onnx", "node 'n3' (Mul)", "Unsqueeze"),  # opset 9: axes as an attribute
+])
+def test_model_zoo_exports_fold_what_is_constant_and_list_the_rest(name, listed, folded):
+    path = LIGHT / name
+    if not path.exists():
+        pytest.skip(f"{path} is not shipped by this onnx package")
+    with pytest.raises(ModelError) as refused:
+        load_graph(path)
+    assert listed in str(refused.value) and f"({folded})" not in str(refused.value)

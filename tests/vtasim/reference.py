@@ -291,9 +291,8 @@ def alu_op(op: int, x: int, y: int, bits: int) -> int:
     raise BadProgram(f"ALU opcode {op}")
 
 
-def run_reference(program) -> Reference:
-    """Run a vtasm Program: DRAM from its segments and micro-op table, then its instructions."""
-    geo = Geometry(program.config.log_values())
+def initial_dram(program, geo: Geometry) -> bytearray:
+    """DRAM before a run: the program's segments and its micro-op table."""
     ends = [s.addr + len(s.data) for s in program.segments]
     ends += [program.uop_addr + 4 * len(program.uops), program.insn_addr + 16 * len(program.instructions)]
     ends += [d.addr + d.nbytes for d in program.dumps]
@@ -304,6 +303,12 @@ def run_reference(program) -> Reference:
     for k, u in enumerate(program.uops):
         at = program.uop_addr + 4 * k
         dram[at : at + 4] = geo.encode_uop(u.dst_idx, u.src_idx, u.wgt_idx)
-    ref = Reference(geo, dram)
+    return dram
+
+
+def run_reference(program) -> Reference:
+    """Run a vtasm Program: DRAM from its segments and micro-op table, then its instructions."""
+    geo = Geometry(program.config.log_values())
+    ref = Reference(geo, initial_dram(program, geo))
     ref.run([dict(insn.fields) for insn in program.instructions])
     return ref

@@ -85,7 +85,10 @@ from tests.vtasim.test_chunked_loops import large_program
 from vtasim.machine import run_program
 result = run_program(large_program())
 np.save(sys.argv[1], result.state.acc.reshape(2048, 16))
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+# this process's own high-water mark (ru_maxrss would keep the parent's peak across fork and exec on Linux)
+status = open("/proc/self/status").read().split("VmHWM:")
+fallback = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+peak = (int(status[1].split()[0]) if len(status) > 1 else fallback) // 1024
 print(json.dumps({"peak_mb": peak, "counters": result.counters}))
 """
 

@@ -17,7 +17,9 @@ from vtasm.errors import ModelError
 
 OPSETS = (7, 21)  # the default-domain opsets the importer reads
 KEEP = frozenset({"QuantizeLinear", "DequantizeLinear"})  # the importer reads their scales: never folded
-MAX_FOLDED = 1 << 24  # elements a folded constant may have (shape arithmetic is small; weights pass unchanged)
+MAX_FOLDED = 1 << 28  # elements a folded constant may have (weights that exports compute, as VGG's 102 M-element
+# fc6 by ConstantOfShape, fold too; this only bounds what a malformed model could make)
+SMALL = 1 << 12  # folded constants up to this many elements stay in the graph for shape inference to read
 PASSES = 16  # inference and folding alternate until nothing changes (a Shape folds once its input's is known)
 
 
@@ -61,18 +63,44 @@ def open_inputs(model) -> list[str]:
     return found
 
 
-def static_model(model, name: str):
-    """The model with shapes inferred and constant subgraphs folded into initialisers."""
-    from onnx import shape_inference
+def static_model(model, name: str, opset: int):
+    """The model with shapes inferred and constant subgraphs folded, and every constant (initialisers and
+    folded values) as arrays.
 
+    Nodes are evaluated as ``opset`` defines their operators. A folded
+    constant of up to SMALL elements becomes an initialiser (shape inference
+    propagates its values into the shapes it computes); a larger one (a weight
+    an export computes) stays out of the graph, declared as a graph input of
+    its type and shape, so that no later round of inference copies its data.
+    """
+    from onnx import numpy_helper, shape_inference
+
+    values = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
     for _ in range(PASSES):
         try:
             model = shape_inference.infer_shapes(model, strict_mode=True, data_prop=True)
         except Exception as exc:
             raise ModelError(f"{name}: ONNX shape inference failed: {' '.join(str(exc).split())[:300]}") from None
-        if not _fold_once(model, name):
-            return model
-    return model
+        folded = _fold_once(model, name, opset, values)
+        if not folded:
+            break
+        values.update(folded)
+        _place(model, folded)
+    return model, values
+
+
+def _place(model, folded: dict[str, np.ndarray]) -> None:
+    """Put folded constants into the graph: small ones as initialisers, large ones as typed inputs."""
+    from onnx import helper, numpy_helper
+
+    g = model.graph
+    large = {k: v for k, v in folded.items() if v.size > SMALL}
+    g.initializer.extend(numpy_helper.from_array(v, k) for k, v in folded.items() if k not in large)
+    g.input.extend(helper.make_tensor_value_info(k, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+                   for k, v in large.items())
+    stale = [v for v in g.value_info if v.name in folded]
+    for v in stale:
+        g.value_info.remove(v)
 
 
 def _known_shapes(model) -> dict[str, tuple[int, ...]]:
@@ -84,29 +112,34 @@ def _known_shapes(model) -> dict[str, tuple[int, ...]]:
     return shapes
 
 
-def _fold_once(model, name: str) -> bool:
-    """Replace every foldable node by initialisers; whether anything changed."""
-    from onnx import numpy_helper
+def _fold_once(model, name: str, opset: int, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Evaluate every foldable node (``values``: the constants so far) and drop it from the graph; returns
+    what they computed."""
+    from onnx import helper
     from onnx.reference import ReferenceEvaluator
 
     g = model.graph
-    values = {t.name: numpy_helper.to_array(t) for t in g.initializer}
     shapes = _known_shapes(model)
     outputs = {o.name for o in g.output}
     kept, folded = [], {}
+
+    def evaluate(node, feeds):  # in a one-node model, so that the operator is the one of the model's opset
+        graph = helper.make_graph([node], "fold", [helper.make_tensor_value_info(t, 0, None) for t in feeds],
+                                  [helper.make_tensor_value_info(t, 0, None) for t in node.output if t])
+        one = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+        return ReferenceEvaluator(one).run(None, feeds)
+
     for node in g.node:
         results = None
         if node.domain in ("", "ai.onnx") and node.op_type not in KEEP and not set(node.output) & outputs:
-            if node.op_type == "Constant":
-                results = ReferenceEvaluator(node).run(None, {})
-            elif node.op_type == "Shape" and node.input[0] in shapes and node.input[0] not in values:
+            if node.op_type == "Shape" and node.input[0] in shapes and node.input[0] not in values:
                 attrs = {a.name: a.i for a in node.attribute}
                 dims = shapes[node.input[0]]
                 results = [np.array(dims[slice(attrs.get("start", 0), attrs.get("end", len(dims)))], np.int64)]
-            elif node.input and all(not t or t in values or t in folded for t in node.input):
+            elif all(not t or t in values or t in folded for t in node.input):
                 feeds = {t: folded.get(t, values.get(t)) for t in node.input if t}
                 try:
-                    results = ReferenceEvaluator(node).run(None, feeds)
+                    results = evaluate(node, feeds)
                 except Exception as exc:
                     where = f"{name}: node '{node.name or node.op_type}' ({node.op_type})"
                     raise ModelError(f"{where}: its inputs are constants but it could not be evaluated "
@@ -117,12 +150,7 @@ def _fold_once(model, name: str) -> bool:
         for out, value in zip(node.output, results, strict=False):
             if out:
                 folded[out] = np.asarray(value)
-    if not folded:
-        return False
-    del g.node[:]
-    g.node.extend(kept)
-    g.initializer.extend(numpy_helper.from_array(v, k) for k, v in folded.items())
-    stale = [v for v in g.value_info if v.name in folded]
-    for v in stale:
-        g.value_info.remove(v)
-    return True
+    if folded:
+        del g.node[:]
+        g.node.extend(kept)
+    return folded

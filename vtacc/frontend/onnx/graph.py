@@ -61,7 +61,6 @@ def load_graph(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None
     """Read and check an ONNX model file; ``input_shapes`` fixes the dimensions the model leaves open."""
     try:
         import onnx
-        from onnx import numpy_helper
     except ImportError:
         raise ModelError(f"{path}: importing ONNX models needs the onnx package: pip install '.[onnx]'") from None
     name = Path(path).name
@@ -72,18 +71,19 @@ def load_graph(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None
     except Exception as exc:  # the onnx package raises its own protobuf errors
         raise ModelError(f"{name}: not a readable ONNX model ({' '.join(str(exc).split())[:200]})") from None
     opset = model_opset(model, name)
+    for k, n in enumerate(model.graph.node):  # unnamed nodes are named by their place in the file, before folding
+        n.name = n.name or f"{n.op_type.lower()}_{k}"
     fix_input_shapes(model, name, input_shapes or {})
     still_open = open_inputs(model)
     if still_open:
         raise ModelError(f"{name}: the model leaves dimensions of its input{'s' if len(still_open) > 1 else ''} "
                          f"{', '.join(still_open)} open; fix them with --input-shape NAME=D0,D1,... "
                          "(e.g. a batch of 1)")
-    model = static_model(model, name)
+    model, constants = static_model(model, name, opset)
     g = model.graph
-    constants = {t.name: numpy_helper.to_array(t) for t in g.initializer}
     nodes, refused = [], []
-    for k, n in enumerate(g.node):
-        node = Node(n.op_type, n.name or f"{n.op_type.lower()}_{k}", list(n.input), list(n.output),
+    for n in g.node:
+        node = Node(n.op_type, n.name, list(n.input), list(n.output),
                     {a.name: onnx.helper.get_attribute_value(a) for a in n.attribute})
         if n.domain not in ("", "ai.onnx"):
             refused.append(f"node '{node.name}' ({n.domain}.{node.op})")
