@@ -22,12 +22,12 @@ PACKAGES = ("vtasm", "vtasim", "vtacc")
 # for top-level modules the group named in TOP_LEVEL.
 RANKS = {
     "vtasm": {"isa": 0, "asm": 1, "formats": 1, "cli": 2},
-    "vtasim": {"core": 0, "timing": 1, "cli": 2},
+    "vtasim": {"host": 0, "core": 1, "timing": 2, "cli": 3},
     "vtacc": {"frontend": 0, "schedule": 1, "backend": 2, "driver": 3, "explore": 4, "cli": 5},
 }
 TOP_LEVEL = {
     "vtasm": {"cli": "cli", "cli_support": "cli", "*": "isa"},
-    "vtasim": {"cli": "cli", "timing_cli": "cli", "entry": "cli", "*": "core"},
+    "vtasim": {"cli": "cli", "timing_cli": "cli", "network_cli": "cli", "api": "cli", "entry": "cli", "*": "core"},
     "vtacc": {"cli": "cli", "*": "driver"},
 }
 

@@ -84,24 +84,20 @@ def compile_command(source: str, calibrate: str | None, input_shapes: tuple[str,
     if wants_binary and emit != "asm":
         raise UsageError(f"-o {output}: a .vbin holds the program; --emit {emit} prints text, "
                          "so give it a text file name or no -o")
-    values = None
     if Path(source).suffix.lower() == ".onnx":
         if kernel_name is not None or params is not None:
             raise UsageError("--kernel and --params are for .vk files; an ONNX model compiles as a whole")
-        checked, values = _import(source, calibrate, emit, output, parse_input_shapes(input_shapes))
-        if checked is None:
-            return
-        kernel_name = "main"
-    else:
-        if emit == "vk":
-            raise UsageError(f"--emit vk writes an ONNX model as kernel language; {source} is not an .onnx model")
-        if calibrate is not None:
-            raise UsageError("--calibrate quantises an ONNX model; a .vk file is already in integers")
-        if input_shapes:
-            raise UsageError("--input-shape fixes an ONNX model's input shapes; a .vk file declares its own")
-        checked = load_kernels(source, kernel_name)
-        if params is not None:
-            values = _read_params(params)
+        _compile_onnx(source, calibrate, parse_input_shapes(input_shapes), emit, output, explain, profile,
+                      config_path, roofline, roofline_threads)
+        return
+    if emit == "vk":
+        raise UsageError(f"--emit vk writes an ONNX model as kernel language; {source} is not an .onnx model")
+    if calibrate is not None:
+        raise UsageError("--calibrate quantises an ONNX model; a .vk file is already in integers")
+    if input_shapes:
+        raise UsageError("--input-shape fixes an ONNX model's input shapes; a .vk file declares its own")
+    checked = load_kernels(source, kernel_name)
+    values = _read_params(params) if params is not None else None
     if emit == "checked" and not explain:
         _write(output, _checked_text(checked, kernel_name))
         return
@@ -109,6 +105,13 @@ def compile_command(source: str, calibrate: str | None, input_shapes: tuple[str,
 
     cfg = resolve_config(config_path)
     compiled = compile_file(checked, cfg, kernel_name, profile, params=values)
+    _finish(checked, compiled, cfg, kernel_name, profile, source, emit, output, explain, roofline, roofline_threads)
+
+
+def _finish(checked, compiled, cfg, kernel_name, profile, source: str, emit: str, output: str | None,
+            explain: bool, roofline: str | None, roofline_threads: bool) -> None:
+    """The outputs of one compiled program: the picture, the explanation and the stage asked for."""
+    wants_binary = bool(output) and Path(output).suffix.lower() == ".vbin"
     if roofline is not None:
         _draw_roofline(checked, cfg, kernel_name, profile, compiled, roofline, roofline_threads, source)
     if explain:  # beside the main output: on stdout when that goes to a file, else on stderr
@@ -138,6 +141,71 @@ def compile_command(source: str, calibrate: str | None, input_shapes: tuple[str,
         _write(output, assembly(compiled, Path(checked.path).name, checked.source))
 
 
+def _compile_onnx(source: str, calibrate: str | None, input_shapes: dict[str, tuple[int, ...]], emit: str,
+                  output: str | None, explain: bool, profile, config_path: str | None, roofline: str | None,
+                  roofline_threads: bool) -> None:
+    """Import an ONNX model; write it as kernel language (--emit vk), as a network file (-o NAME.vbin: the
+    VTA launches, the host steps and the scales of the model's inputs and outputs), or show one stage of
+    its program when VTA computes it whole."""
+    from vtacc.frontend.check import check_source
+    from vtacc.frontend.onnx import import_model
+
+    from .model import compile_imported
+
+    cfg = resolve_config(config_path)
+    imported = import_model(source, calibrate, input_shapes, cfg.block_out)
+    click.echo(imported.report(), nl=False, err=True)
+    vk_name = Path(source).with_suffix(".vk").name
+    wants_binary = bool(output) and Path(output).suffix.lower() == ".vbin"
+    if not imported.whole_on_vta and (emit != "asm" or not wants_binary or roofline is not None):
+        asked = f"--emit {emit}" if emit != "asm" else "--roofline" if roofline is not None else "assembly"
+        raise UsageError(f"{Path(source).name} runs as VTA launches with host steps between them; {asked} shows "
+                         "one VTA program: write the whole network with -o NAME.vbin (and see it with --explain)")
+    if emit == "vk":
+        _write_vk(imported, output, source)
+        return
+    model = compile_imported(imported, cfg, profile, vk_name)
+    if wants_binary:
+        from vtasm.formats.network import save_network
+
+        if explain:
+            _explain_network(model)
+        save_network(model.network, output)
+        return
+    checked = check_source(imported.source, vk_name)
+    _finish(checked, model.compiled, cfg, "main", profile, source, emit, output, explain, roofline,
+            roofline_threads)
+
+
+def _explain_network(model) -> None:
+    """--explain of a network: each VTA launch's report, the host steps between them."""
+    from .explain import explain as explain_text
+
+    launches = iter(model.launches)
+    for k, step in enumerate(model.network.steps):
+        if step.kind == "vta":
+            click.echo(f"== step {k + 1}: VTA launch '{step.name}' ==")
+            click.echo(explain_text(next(launches)), nl=False)
+        else:
+            ops = ", ".join(f"{n.op} '{n.name}'" for n in step.nodes)
+            click.echo(f"== step {k + 1}: host step '{step.name}': {ops} ==")
+
+
+def _write_vk(imported, output: str | None, source: str) -> None:
+    import numpy as np
+
+    if output is None or Path(output).suffix.lower() != ".vk":
+        raise UsageError("--emit vk writes two files, NAME.vk and its weights NAME.npz: give -o NAME.vk")
+    weights = Path(output).with_suffix(".npz")
+    refuse_overwriting(str(weights), source)
+    buffer = io.BytesIO()
+    np.savez(buffer, **imported.params)
+    write_atomic(weights, buffer.getvalue())
+    write_atomic(output, imported.source)
+    click.echo(f"wrote {output} and its weights {weights} (compile with: vtacc {output} --params {weights})",
+               err=True)
+
+
 def parse_input_shapes(given: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
     """``NAME=D0,D1,...`` options as a dict (a UsageError names the one that is malformed)."""
     shapes: dict[str, tuple[int, ...]] = {}
@@ -149,31 +217,6 @@ def parse_input_shapes(given: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
                              "e.g. data=1,3,224,224")
         shapes[name] = tuple(int(p) for p in parts)
     return shapes
-
-
-def _import(source: str, calibrate: str | None, emit: str, output: str | None,
-            input_shapes: dict[str, tuple[int, ...]]):
-    """The model as a checked kernel file and its weights; with --emit vk, write those instead (then None)."""
-    import numpy as np
-
-    from vtacc.frontend.check import check_source
-    from vtacc.frontend.onnx import import_model
-
-    imported = import_model(source, calibrate, input_shapes)
-    click.echo(imported.report(), nl=False, err=True)
-    if emit == "vk":
-        if output is None or Path(output).suffix.lower() != ".vk":
-            raise UsageError("--emit vk writes two files, NAME.vk and its weights NAME.npz: give -o NAME.vk")
-        weights = Path(output).with_suffix(".npz")
-        refuse_overwriting(str(weights), source)
-        buffer = io.BytesIO()
-        np.savez(buffer, **imported.params)
-        write_atomic(weights, buffer.getvalue())
-        write_atomic(output, imported.source)
-        click.echo(f"wrote {output} and its weights {weights} (compile with: vtacc {output} --params {weights})",
-                   err=True)
-        return None, None
-    return check_source(imported.source, str(Path(source).with_suffix(".vk").name)), imported.params
 
 
 def _read_params(path: str) -> dict:

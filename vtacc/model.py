@@ -1,4 +1,5 @@
-"""From an ONNX model to a VTA program: import, write as kernel language, compile with the weights packed in."""
+"""From an ONNX model to a network file: import, write each VTA launch as kernel language, compile it with
+the weights packed in, and put the launches and the host steps between them in order."""
 
 from __future__ import annotations
 
@@ -9,8 +10,11 @@ import numpy as np
 
 from vtacc.frontend.check import check_source
 from vtacc.frontend.onnx import Imported, import_model
+from vtacc.frontend.onnx.emit_vk import emit_vk, program_names
+from vtacc.frontend.onnx.partition import host_step, net_tensors
 from vtasim.timing.profile import Profile
 from vtasm.config import VTAConfig
+from vtasm.formats.network import NetworkFile, Step, VtaStep
 
 from .compiler import Compiled
 from .program_builder import compile_file
@@ -18,11 +22,17 @@ from .program_builder import compile_file
 
 @dataclass
 class CompiledModel:
-    """An imported model and its program (inputs: the model's input only; weights are program data)."""
+    """An imported model, the program of each VTA launch, and the whole network as one file's contents."""
 
     imported: Imported
-    compiled: Compiled
+    launches: list[Compiled]
+    network: NetworkFile
     vk_name: str
+
+    @property
+    def compiled(self) -> Compiled:
+        """The first VTA launch's program (the only one when VTA computes the network whole)."""
+        return self.launches[0]
 
     @property
     def input_name(self) -> str:
@@ -35,9 +45,29 @@ class CompiledModel:
 
 def compile_imported(imported: Imported, cfg: VTAConfig, profile: Profile | None = None,
                      vk_name: str = "model.vk") -> CompiledModel:
-    """Compile an imported model's kernel-language text with its weights packed into the program."""
-    checked = check_source(imported.source, vk_name)
-    return CompiledModel(imported, compile_file(checked, cfg, "main", profile, params=imported.params), vk_name)
+    """Compile each VTA launch of an imported model (weights packed into its program) into a network."""
+    qnet = imported.qnet
+    launches: list[Compiled] = []
+    steps: list[Step] = []
+    n_vta = sum(p.kind == "vta" for p in imported.parts)
+    for k, part in enumerate(imported.parts):
+        if part.kind == "host":
+            steps.append(host_step(part, qnet, f"host{k + 1}"))
+            continue
+        if imported.whole_on_vta:
+            source, params, name = imported.source, imported.params, vk_name
+        else:
+            source, params = emit_vk(qnet, part)
+            name = Path(vk_name).with_suffix(f".launch{len(launches) + 1}.vk").name if n_vta > 1 else vk_name
+        compiled = compile_file(check_source(source, name), cfg, "main", profile, params=params)
+        launches.append(compiled)
+        names = program_names(qnet, part)
+        steps.append(VtaStep(f"vta{len(launches)}", compiled.program, {t: names[t] for t in part.inputs},
+                             {t: names[t] for t in part.outputs}))
+    net = qnet.network
+    network = NetworkFile(net.name, net.opset, [net.input], list(net.outputs), net_tensors(qnet, imported.parts),
+                          steps, {k: np.asarray(v) for k, v in net.constants.items()})
+    return CompiledModel(imported, launches, network, vk_name)
 
 
 def compile_model(path: str | Path, cfg: VTAConfig, calibration: str | Path | np.ndarray | None = None,
@@ -45,5 +75,5 @@ def compile_model(path: str | Path, cfg: VTAConfig, calibration: str | Path | np
                   input_shapes: dict[str, tuple[int, ...]] | None = None) -> CompiledModel:
     """Import an ONNX model (quantised with ``calibration``, open input dimensions fixed by ``input_shapes``)
     and compile it for ``cfg``."""
-    imported = import_model(path, calibration, input_shapes)
+    imported = import_model(path, calibration, input_shapes, cfg.block_out)
     return compile_imported(imported, cfg, profile, Path(path).with_suffix(".vk").name)

@@ -14,7 +14,7 @@ from vtasm.errors import FormatError, SimFault, UsageError
 from vtasm.fileio import same_file
 
 from .faults import located
-from .io import default_out_dir, parse_assignment, parse_dram_range
+from .io import check_writable, default_out_dir, parse_assignment, parse_dram_range
 from .memory import check_dma
 from .pipeline import DEFAULT_MAX_OPS
 from .runner import RunOptions, simulate
@@ -55,6 +55,8 @@ def main() -> None:
               "and the tensor its DRAM address lies in (JSON lines always have them).")
 @click.option("--check-races", is_flag=True, help="Report accesses by different stages that no token orders.")
 @click.option("--lint", is_flag=True, help="Warn about behaviour that differs on real VTA hardware.")
+@click.option("--int8", "int8_outputs", is_flag=True, help="Network files: write outputs as the int8 values "
+              "computed (default: float32 at each output's scale).")
 @timing_options
 @traceback_option
 @reports_errors
@@ -62,8 +64,8 @@ def run(program: str | None, config_path: str | None, inputs: tuple[str, ...], z
         outputs: tuple[str, ...], dram_dumps: tuple[str, ...], out_dir: str | None, max_ops: int, profile: bool,
         trace: bool,
         trace_format: str | None, trace_file: str | None, trace_uops: bool, trace_source: bool, check_races: bool,
-        lint: bool, timing: str | None, timing_only: bool, mem_latency: int | None, timing_sets: tuple[str, ...],
-        timeline: str | None) -> None:
+        lint: bool, int8_outputs: bool, timing: str | None, timing_only: bool, mem_latency: int | None,
+        timing_sets: tuple[str, ...], timeline: str | None) -> None:
     """Run PROGRAM (a .vbin file or a raw directory) to its FINISH.
 
     With --timing the timing model also computes the cycles the program takes
@@ -75,6 +77,19 @@ def run(program: str | None, config_path: str | None, inputs: tuple[str, ...], z
                              f"(vtasim run {timing} --timing) or write --timing=PROFILE")
         raise UsageError("missing argument PROGRAM (a .vbin file or a raw directory)")
     request = timing_request(timing, timing_only, mem_latency, timing_sets, timeline)
+    if _is_network(program):
+        from .network_cli import NetworkOptions
+
+        _refuse_for_network(dram_dumps, out_dir, trace_format, trace_source, timeline)
+        _check_names(inputs, outputs, (), program)
+        _run_network(program, request, profile, NetworkOptions(
+            inputs=[parse_assignment(t, "--input") for t in inputs],
+            outputs=[parse_assignment(t, "--output") for t in outputs], int8=int8_outputs, zero_inputs=zero_inputs,
+            max_ops=max_ops, trace=trace or trace_uops or bool(trace_file), trace_uops=trace_uops, lint=lint,
+            check_races=check_races, origin=program), trace_file)
+        return
+    if int8_outputs:
+        raise UsageError("--int8 is for network files (an imported model); a program's outputs are its tensors")
     if request.only:
         _refuse_with_timing_only(outputs, dram_dumps, out_dir, trace or trace_uops or trace_source
                                  or bool(trace_format) or bool(trace_file), check_races, lint)
@@ -131,6 +146,70 @@ def run(program: str | None, config_path: str | None, inputs: tuple[str, ...], z
     for line in report.races:
         click.echo(line, err=True)
     if check_races:
+        click.echo(f"{len(report.races)} race(s) found", err=True)
+        if report.races:
+            sys.exit(EXIT_RACES)
+
+
+def _is_network(path: str) -> bool:
+    from vtasm.formats.network import MAGIC
+
+    p = Path(path)
+    if not p.is_file():
+        return False
+    with open(p, "rb") as f:
+        return f.read(len(MAGIC)) == MAGIC
+
+
+def _refuse_for_network(dram_dumps, out_dir, trace_format, trace_source, timeline) -> None:
+    asked = [name for name, given in (("--dump-dram", dram_dumps), ("--out-dir", out_dir),
+                                      ("--trace-format", trace_format), ("--trace-source", trace_source),
+                                      ("--timeline", timeline)) if given]
+    if asked:
+        raise UsageError(f"{', '.join(asked)}: not available for a network file (VTA launches with host steps); "
+                         "--trace, --timing, --profile, --lint and --check-races are")
+
+
+def _run_network(path: str, request, profile: bool, opts, trace_file: str | None) -> None:
+    """`vtasim run` of a network file: every launch and host step, the timing table, the outputs."""
+    from vtasm.formats.network import load_network
+
+    from .network_cli import check_host_steps, run_network_file, timing_text
+
+    net = load_network(path)
+    check_host_steps(net, path)
+    if request.only:
+        if opts.outputs or opts.trace or opts.lint or opts.check_races:
+            raise UsageError("--timing-only computes no data, so --output, --trace, --lint and --check-races "
+                             "cannot be used with it (use --timing to run both)")
+        click.echo(timing_text(net, request.profile, None), nl=False)
+        return
+    if trace_file:
+        check_writable(Path(trace_file), "the trace")
+        with open(trace_file, "w") as out:
+            report = run_network_file(net, opts, out)
+    else:
+        report = run_network_file(net, opts)
+    if profile:
+        click.echo(json.dumps({"steps": [
+            {"step": r.step.name, "kind": r.step.kind, "seconds": round(r.seconds, 6),
+             **({"counters": r.result.profile()} if r.result is not None else {})}
+            for r in report.runs[0].records]}, indent=1, separators=(",", ":")))
+    if request.profile is not None:
+        click.echo(timing_text(net, request.profile, report.runs), nl=False)
+    launches = sum(r.result is not None for r in report.runs[0].records)
+    hosts = len(report.runs[0].records) - launches
+    wrote = f"; wrote {', '.join(str(p) for p in report.written)}" if report.written else ""
+    runs = f"{len(report.runs)} runs of " if len(report.runs) > 1 else ""
+    click.echo(f"vtasim: {runs}{launches} VTA launch{'es' if launches != 1 else ''} and {hosts} host "
+               f"step{'s' if hosts != 1 else ''} finished{wrote}", err=True)
+    for line in report.warnings:
+        click.echo(line, err=True)
+    if opts.lint:
+        click.echo(report.lint_summary, err=True)
+    for line in report.races:
+        click.echo(line, err=True)
+    if opts.check_races:
         click.echo(f"{len(report.races)} race(s) found", err=True)
         if report.races:
             sys.exit(EXIT_RACES)

@@ -9,11 +9,13 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 
-def save_model(path: Path, nodes: list, inputs: list, outputs: list, initializers: dict[str, np.ndarray]) -> Path:
-    """Write a one-graph model (opset 13) and return its path."""
+def save_model(path: Path, nodes: list, inputs: list, outputs: list, initializers: dict[str, np.ndarray],
+               opsets: dict[str, int] | None = None) -> Path:
+    """Write a one-graph model (opset 13, plus any other ``opsets`` by domain) and return its path."""
     graph = helper.make_graph(nodes, "test", inputs, outputs,
                               [numpy_helper.from_array(v, k) for k, v in initializers.items()])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    imports = [helper.make_opsetid("", 13)] + [helper.make_opsetid(d, v) for d, v in (opsets or {}).items()]
+    model = helper.make_model(graph, opset_imports=imports)
     model.ir_version = 8
     onnx.save(model, str(path))
     return path

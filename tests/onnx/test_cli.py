@@ -6,6 +6,9 @@ import numpy as np
 import pytest
 from onnx import helper
 
+from vtasm.formats.network import load_network
+from vtasm.formats.vbin import write_vbin
+
 from ..vtacc.test_cli import tool
 from .models import save_model, tensor
 
@@ -33,7 +36,9 @@ def test_model_and_its_kernel_language_give_the_same_program(tmp_path):
     assert "kernel conv1(" in text and "kernel main(" in text and (tmp_path / "m.npz").exists()
     r = tool("vtacc", tmp_path / "m.vk", "--params", tmp_path / "m.npz", "-o", tmp_path / "b.vbin", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert (tmp_path / "a.vbin").read_bytes() == (tmp_path / "b.vbin").read_bytes()
+    network = load_network(tmp_path / "a.vbin")  # the model's file: its one VTA program, with the scales
+    assert [s.kind for s in network.steps] == ["vta"] and network.tensors["x"].exp == network.tensors["x"].exp
+    assert write_vbin(network.steps[0].program) == (tmp_path / "b.vbin").read_bytes()
 
 
 def _refused(tmp_path, path, *args) -> str:
@@ -82,21 +87,29 @@ def test_float_model_without_calibration(tmp_path):
     assert "--calibrate" in _refused(tmp_path, _model(tmp_path))
 
 
-def test_unsupported_operator(tmp_path):
-    nodes = [helper.make_node("Sigmoid", ["x"], ["y"], name="gate")]
+def test_operator_neither_side_computes(tmp_path):
+    nodes = [helper.make_node("Einsum", ["x"], ["y"], name="mix", equation="nchw->nchw")]
     line = _refused(tmp_path, _model(tmp_path, nodes, {}), "--calibrate", tmp_path / "cal.npy")
-    assert "node 'gate' (Sigmoid)" in line
+    assert "node 'mix' (Einsum)" in line
 
 
-def test_weight_that_is_not_an_initialiser(tmp_path):
-    nodes = [helper.make_node("Conv", ["x", "x"], ["y"], name="selfconv", kernel_shape=[4, 4])]
-    line = _refused(tmp_path, _model(tmp_path, nodes, {}), "--calibrate", tmp_path / "cal.npy")
-    assert "node 'selfconv' (Conv)" in line and "constant" in line
+def _host_line(tmp_path, nodes, shape=(1, 16, 4, 4), consts=None) -> str:
+    """The import report's line for the node 'odd', which the host computes."""
+    r = tool("vtacc", _model(tmp_path, nodes, consts, shape=shape), "--calibrate", tmp_path / "cal.npy", "-o",
+             tmp_path / "out.vbin", cwd=tmp_path)
+    assert r.returncode == 0 and (tmp_path / "out.vbin").exists(), r.stderr
+    return next(line for line in r.stderr.splitlines() if line.strip().startswith("odd"))
+
+
+def test_weight_that_is_not_an_initialiser_runs_on_the_host(tmp_path):
+    nodes = [helper.make_node("Conv", ["x", "x"], ["y"], name="odd", kernel_shape=[4, 4])]
+    line = _host_line(tmp_path, nodes, consts={})
+    assert "host Conv" in line and "must be a constant" in line
 
 
 @pytest.mark.parametrize("attrs, words", [({"dilations": [2, 2]}, "dilation"),
                                           ({"strides": [1, 2]}, "strides")])
-def test_unsupported_attributes_name_the_node(tmp_path, attrs, words):
+def test_conv_vta_cannot_compute_runs_on_the_host_with_the_reason(tmp_path, attrs, words):
     nodes = [helper.make_node("Conv", ["x", "w"], ["y"], name="odd", kernel_shape=[3, 3], **attrs)]
-    line = _refused(tmp_path, _model(tmp_path, nodes, shape=(1, 16, 9, 9)), "--calibrate", tmp_path / "cal.npy")
-    assert "node 'odd' (Conv)" in line and words in line
+    line = _host_line(tmp_path, nodes, shape=(1, 16, 9, 9))
+    assert "host Conv" in line and words in line

@@ -1,9 +1,11 @@
 """ONNX models as the compiler's input: load, check, quantise for VTA, and write as kernel language.
 
-``import_model`` runs the steps: the graph (graph.py), VTA-sized float layers
-(network.py), int8 layers with power-of-two scales (quantise.py), and the
-kernel-language text with its weights (emit_vk.py). reference.py executes
-the quantised network in numpy, bit for bit what VTA must produce.
+``import_model`` runs the steps: the graph (graph.py), float layers for VTA
+and for the host CPU (network.py), int8 layers with power-of-two scales
+(quantise.py), the split into VTA launches and host steps (partition.py),
+and the kernel-language text of each launch with its weights (emit_vk.py).
+reference.py executes the quantised network in numpy, bit for bit what VTA
+and the host must produce.
 """
 
 from __future__ import annotations
@@ -19,16 +21,23 @@ from vtasm.fileio import read_npy
 from .emit_vk import emit_vk, kernel_name
 from .graph import load_graph
 from .network import lower
+from .partition import Part, partition
 from .quantise import QuantisedNetwork, quantise
 
 
 @dataclass
 class Imported:
-    """An imported model: its quantised network, its kernel-language text and the weights main takes."""
+    """An imported model: its quantised network, where each layer runs, and (when VTA computes it whole)
+    its kernel-language text and the weights main takes."""
 
     qnet: QuantisedNetwork
     source: str
     params: dict[str, np.ndarray]
+    parts: list[Part]
+
+    @property
+    def whole_on_vta(self) -> bool:
+        return len(self.parts) == 1 and self.parts[0].kind == "vta"
 
     @property
     def input_name(self) -> str:
@@ -54,9 +63,26 @@ class Imported:
                 f", shift {int(layer.shift)}" if np.ndim(layer.shift) == 0 else
                 f", shifts {int(np.min(layer.shift))}..{int(np.max(layer.shift))}")
             rng = f", calibration range +-{seen:.4g}" if seen is not None else ""
-            lines.append(f"  {layer.name:<16} {layer.kind:<8} out 2^{layer.out_exp}{weights}{shift}{rng}")
+            kind = layer.kind if layer.kind != "host" else f"host {layer.layer.node.op}"
+            why = f" ({layer.layer.reason})" if layer.kind == "host" else ""
+            lines.append(f"  {layer.name:<16} {kind:<8} out 2^{layer.out_exp}{weights}{shift}{rng}{why}")
         lines += [f"  note: {n}" for n in q.notes]
+        lines.append(self.placement())
         return "\n".join(lines) + "\n"
+
+    def placement(self) -> str:
+        """One line: how many VTA launches and host steps, and which operators the host computes."""
+        vta = sum(p.kind == "vta" for p in self.parts)
+        host = [p for p in self.parts if p.kind == "host"]
+        if not host:
+            return f"  runs on VTA whole: one launch of {len(self.parts[0].layers)} layers"
+        ops: dict[str, int] = {}
+        for p in host:
+            for q in p.layers:
+                ops[q.layer.node.op] = ops.get(q.layer.node.op, 0) + 1
+        shown = ", ".join(f"{op} x{n}" if n > 1 else op for op, n in ops.items())
+        return (f"  runs in {vta} VTA launch{'es' if vta != 1 else ''} and {len(host)} host "
+                f"step{'s' if len(host) != 1 else ''} (host: {shown})")
 
 
 def read_calibration(path: str | Path, model: str, shape: tuple[int, ...]) -> np.ndarray:
@@ -87,12 +113,13 @@ def checked_calibration(data: np.ndarray, where: str) -> np.ndarray:
 
 
 def import_model(path: str | Path, calibration: str | Path | np.ndarray | None = None,
-                 input_shapes: dict[str, tuple[int, ...]] | None = None) -> Imported:
+                 input_shapes: dict[str, tuple[int, ...]] | None = None, block: int = 16) -> Imported:
     """Load, map, quantise and write an ONNX model (ModelError names the node or file at fault).
 
-    ``input_shapes`` fixes input dimensions the model leaves open (a dynamic batch, ...).
+    ``input_shapes`` fixes input dimensions the model leaves open (a dynamic batch, ...); ``block`` is the
+    configuration's BLOCK_OUT.
     """
-    network = lower(load_graph(path, input_shapes))
+    network = lower(load_graph(path, input_shapes), block)
     data = None
     if calibration is not None:
         shape = network.shapes[network.input]
@@ -102,5 +129,6 @@ def import_model(path: str | Path, calibration: str | Path | np.ndarray | None =
         else:
             data = read_calibration(calibration, network.name, shape)
     qnet = quantise(network, data)
-    source, params = emit_vk(qnet)
-    return Imported(qnet, source, params)
+    parts = partition(qnet)
+    source, params = emit_vk(qnet) if len(parts) == 1 and parts[0].kind == "vta" else ("", {})
+    return Imported(qnet, source, params, parts)

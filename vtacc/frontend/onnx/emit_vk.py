@@ -11,6 +11,7 @@ import re
 
 import numpy as np
 
+from .partition import Part
 from .quantise import QLayer, QuantisedNetwork
 
 
@@ -90,22 +91,32 @@ def _kernel(q: QLayer, qnet: QuantisedNetwork, shapes: dict) -> tuple[str, list[
     return text, params
 
 
-def emit_vk(qnet: QuantisedNetwork) -> tuple[str, dict[str, np.ndarray]]:
-    """The network as kernel-language text, and the values of ``main``'s weight parameters."""
+def emit_vk(qnet: QuantisedNetwork, part: Part | None = None) -> tuple[str, dict[str, np.ndarray]]:
+    """The network (or one VTA ``part`` of it) as kernel-language text, and the values of ``main``'s weight
+    parameters; ``main`` takes the tensors the part reads and returns those it writes for later steps."""
     net = qnet.network
     shapes = net.shapes
+    layers = qnet.layers if part is None else part.layers
+    ins = [net.input] if part is None else part.inputs
+    outs = list(net.outputs) if part is None else part.outputs
+    scales = ", ".join(f"'{t}' at scale 2^{qnet.exps[t]}" for t in ins)
+    results = ", ".join(f"'{t}' at scale 2^{qnet.exps[t]}" for t in outs)
     parts = [f"# {net.name}, imported by vtacc: int8 with power-of-two scales (every requantisation a shift)\n"
-             f"# input '{net.input}' at scale 2^{qnet.input_exp}, output '{net.output}' at scale "
-             f"2^{qnet.output_exp}\n"]
+             f"# input {scales}, output {results}\n"]
     for note in qnet.notes:
         parts.append(f"# note: {note}\n")
     values: dict[str, np.ndarray] = {}
-    local: dict[str, str] = {net.input: _ident(net.input)}
-    main_params = [f"{_ident(net.input)}: {_type('int8', shapes[net.input])}"]
+    local: dict[str, str] = {}
+    taken: set[str] = set()
+    for t in ins + outs:
+        name = _ident(t)
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        local[t] = name
+    main_params = [f"{local[t]}: {_type('int8', shapes[t])}" for t in ins]
     lines = []
-    result = _ident(net.output)
-    taken = {local[net.input], result}
-    for q in qnet.layers:
+    for q in layers:
         layer = q.layer
         args = [local[t] for t in layer.inputs]
         if q.kind == "concat":
@@ -119,12 +130,29 @@ def emit_vk(qnet: QuantisedNetwork) -> tuple[str, dict[str, np.ndarray]]:
                 values[name] = value
                 args.append(name)
             call = f"{layer.name}({', '.join(args)})"
-        target = result if layer.output == net.output else _ident(f"t_{layer.name}")
-        while target in taken and layer.output != net.output:
-            target += "_"
-        taken.add(target)
-        local[layer.output] = target
+        if layer.output in outs:
+            target = local[layer.output]
+        else:
+            target = _ident(f"t_{layer.name}")
+            while target in taken:
+                target += "_"
+            taken.add(target)
+            local[layer.output] = target
         lines.append(f"    {target} = {call}")
-    head = f"kernel main({', '.join(main_params)})\n    -> {result}: {_type('int8', shapes[net.output])} {{\n"
+    decls = [f"{local[t]}: {_type('int8', shapes[t])}" for t in outs]
+    result = decls[0] if len(decls) == 1 else f"({', '.join(decls)})"
+    head = f"kernel main({', '.join(main_params)})\n    -> {result} {{\n"
     parts.append("\n" + head + "\n".join(lines) + "\n}\n")
     return "".join(parts), values
+
+
+def program_names(qnet: QuantisedNetwork, part: Part) -> dict[str, str]:
+    """The program tensor each of the part's inputs and outputs is called by (as emit_vk names them)."""
+    names, taken = {}, set()
+    for t in part.inputs + part.outputs:
+        name = _ident(t)
+        while name in taken:
+            name += "_"
+        taken.add(name)
+        names[t] = name
+    return names

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from vtasim.host.ops import OPS as HOST_OPS
 from vtasm.errors import ModelError
 
 from .fold import fix_input_shapes, model_opset, open_inputs, static_model
@@ -88,14 +89,15 @@ def load_graph(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None
         if n.domain not in ("", "ai.onnx"):
             refused.append(f"node '{node.name}' ({n.domain}.{node.op})")
             continue
-        if node.op not in SUPPORTED:
+        if node.op not in SUPPORTED and node.op not in HOST_OPS:
             refused.append(f"node '{node.name}' ({node.op})")
             continue
         nodes.append(node)
     if refused:
         shown = ", ".join(refused[:20]) + (f" and {len(refused) - 20} more" if len(refused) > 20 else "")
-        raise ModelError(f"{name}: {len(refused)} node{'s' if len(refused) > 1 else ''} with no VTA mapping: "
-                         f"{shown} (supported: {', '.join(SUPPORTED)})")
+        raise ModelError(f"{name}: {len(refused)} node{'s' if len(refused) > 1 else ''} that neither VTA nor the "
+                         f"host CPU can compute: {shown} (VTA: {', '.join(SUPPORTED)}; host: "
+                         f"{', '.join(sorted(HOST_OPS))})")
     inputs = [i.name for i in g.input if i.name not in constants]
     known = set(inputs) | set(constants)
     for node in nodes:
@@ -118,8 +120,12 @@ def load_graph(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None
         shapes[info.name] = tuple(int(d.dim_value) for d in dims)
     for key, value in constants.items():
         shapes[key] = tuple(value.shape)
+    read = {t for n in nodes for t in n.inputs} | {o.name for o in g.output}
     for node in nodes:
-        for tensor in node.outputs:
+        for k, tensor in enumerate(node.outputs):
             if tensor not in shapes:
+                if tensor not in read:  # an optional output nothing reads (Dropout's mask): dropped
+                    node.outputs[k] = ""
+                    continue
                 raise ModelError(f"{node.where(name)}: ONNX shape inference gave no shape for output '{tensor}'")
     return Graph(name, nodes, inputs, [o.name for o in g.output], shapes, constants, opset)

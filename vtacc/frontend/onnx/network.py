@@ -1,12 +1,14 @@
-"""An ONNX graph as a list of VTA-sized float layers.
+"""An ONNX graph as a list of float layers: VTA-sized kernels, and host nodes for what VTA cannot compute.
 
-Each layer is what one kernel will compute: a convolution or dense layer (its
-batch normalisation folded into the weights, its ReLU or Clip fused), a
+Each VTA layer is what one kernel will compute: a convolution or dense layer
+(its batch normalisation folded into the weights, its ReLU or Clip fused), a
 pooling, an addition or a channel concatenation. Identity, Flatten and
 flattening Reshapes only rename tensors; QuantizeLinear/DequantizeLinear pairs
 leave a scale hint on the tensor they quantise, and dequantised constants are
-folded into float weights. Everything the importer cannot map is refused with
-one line naming the node.
+folded into float weights. A node VTA cannot compute (a converter raises
+NotOnVta, or there is none) becomes a ``host`` layer when the host CPU can
+compute it (vtasim.host.ops), its reason kept for the report; anything else
+is refused with one line naming the node.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from vtasim.host.ops import OPS as HOST_OPS
 from vtasm.errors import ModelError
 
 from .graph import Graph, Node
@@ -29,7 +32,7 @@ _RESERVED = {"kernel", "schedule", "main", "matmul", "dense", "conv2d", "max_poo
 class Layer:
     """One kernel's worth of float computation."""
 
-    kind: str  # conv, dense, maxpool, avgpool, gap, add, concat, clip
+    kind: str  # conv, dense, maxpool, avgpool, gap, add, concat, clip; host (an ONNX node run on the host CPU)
     name: str  # a kernel-language identifier
     sources: list[str]  # the ONNX nodes folded into it
     inputs: list[str]  # activation tensors read
@@ -44,6 +47,14 @@ class Layer:
     flatten: bool = False  # dense: reads its 4-D input flattened
     low: float = -math.inf  # fused activation bounds (ReLU: 0)
     high: float = math.inf
+    node: Node | None = None  # host: the ONNX node, its inputs renamed to the tensors they alias
+    reason: str = ""  # host: why VTA does not compute it
+    in_shapes: list[tuple[int, ...] | None] | None = None  # host: the model's shape of each input
+
+    @property
+    def outputs(self) -> list[str]:
+        """Every tensor the layer writes (a host node may write several)."""
+        return list(self.node.outputs) if self.node is not None else [self.output]
 
 
 @dataclass
@@ -53,14 +64,46 @@ class Network:
     name: str
     layers: list[Layer]
     input: str
-    output: str
+    outputs: list[str]
     shapes: dict[str, tuple[int, ...]]
     hints: dict[str, float] = field(default_factory=dict)  # tensor -> scale given by a QDQ pair
+    constants: dict[str, np.ndarray] = field(default_factory=dict)  # the constants host nodes read
+    opset: int = 13
+    names: dict[str, str] = field(default_factory=dict)  # model output -> the tensor that holds it
+
+    @property
+    def output(self) -> str:
+        return self.outputs[0]
+
+    @property
+    def rename_tensor(self, old: str, new: str) -> None:
+        """Call the tensor ``old`` by the model's name ``new`` everywhere (model outputs keep their names)."""
+        def swap(names: list[str]) -> list[str]:
+            return [new if t == old else t for t in names]
+
+        for layer in self.layers:
+            layer.inputs, layer.output = swap(layer.inputs), new if layer.output == old else layer.output
+            if layer.node is not None:
+                layer.node.inputs, layer.node.outputs = swap(layer.node.inputs), swap(layer.node.outputs)
+        self.by_output[new] = self.by_output.pop(old)
+        self.g.shapes[new] = self.g.shapes[old]
+        if old in self.flat:
+            self.flat.add(new)
+        if old in self.hints:
+            self.hints[new] = self.hints.pop(old)
+
+    def on_host(self) -> list[Layer]:
+        return [layer for layer in self.layers if layer.kind == "host"]
+
+
+class NotOnVta(ModelError):
+    """A node VTA cannot compute as written; the host CPU may (the message says why not VTA)."""
 
 
 class _Lowering:
-    def __init__(self, graph: Graph):
+    def __init__(self, graph: Graph, block: int):
         self.g = graph
+        self.block = block
         self.alias: dict[str, str] = {}
         self.flat: set[str] = set()  # tensors that are flattened views of 4-D ones
         self.layers: list[Layer] = []
@@ -69,8 +112,8 @@ class _Lowering:
         self.names: set[str] = set()
         self.consts = dict(graph.constants)
 
-    def fail(self, node: Node, message: str) -> ModelError:
-        return ModelError(f"{node.where(self.g.name)}: {message}")
+    def fail(self, node: Node, message: str) -> NotOnVta:
+        return NotOnVta(f"{node.where(self.g.name)}: {message}")
 
     def canon(self, tensor: str) -> str:
         while tensor in self.alias:
@@ -114,17 +157,68 @@ class _Lowering:
         if len(self.g.inputs) != 1:
             raise ModelError(f"{self.g.name}: the model has {len(self.g.inputs)} inputs "
                              f"({', '.join(self.g.inputs)}); the importer takes one")
-        if len(self.g.outputs) != 1:
-            raise ModelError(f"{self.g.name}: the model has {len(self.g.outputs)} outputs; the importer takes one")
         for node in self.g.nodes:
-            getattr(self, f"op_{node.op}")(node)
-        out = self.canon(self.g.outputs[0])
-        if out not in self.by_output:
-            raise ModelError(f"{self.g.name}: the output '{self.g.outputs[0]}' is not computed by any layer")
+            convert = getattr(self, f"op_{node.op}", None)
+            try:
+                if convert is None:
+                    raise self.fail(node, "VTA has no form of this operator")
+                convert(node)
+            except NotOnVta as exc:
+                if node.op not in HOST_OPS:
+                    raise
+                self.host(node, exc.message.split(": ", 2)[-1])
+        outs = []
+        for name in self.g.outputs:
+            out = self.canon(name)
+            if out not in self.by_output:
+                raise ModelError(f"{self.g.name}: the output '{name}' is not computed by any layer")
+            if out != name and out not in self.g.outputs:  # an Identity or Dropout before the output
+                self.rename_tensor(out, name)
+                out = name
+            outs.append(out)
         shapes = {k: v for k, v in self.g.shapes.items()}
         for layer in self.layers:
             shapes[layer.output] = layer.shape
-        return Network(self.g.name, self.layers, self.g.inputs[0], out, shapes, self.hints)
+        used = {t for layer in self.on_host() for t in layer.node.inputs if t in self.consts}
+        return Network(self.g.name, self.layers, self.g.inputs[0], outs, shapes, self.hints,
+                       {t: self.consts[t] for t in sorted(used)}, self.g.opset,
+                       dict(zip(self.g.outputs, outs, strict=True)))
+
+    def rename_tensor(self, old: str, new: str) -> None:
+        """Call the tensor ``old`` by the model's name ``new`` everywhere (model outputs keep their names)."""
+        def swap(names: list[str]) -> list[str]:
+            return [new if t == old else t for t in names]
+
+        for layer in self.layers:
+            layer.inputs, layer.output = swap(layer.inputs), new if layer.output == old else layer.output
+            if layer.node is not None:
+                layer.node.inputs, layer.node.outputs = swap(layer.node.inputs), swap(layer.node.outputs)
+        self.by_output[new] = self.by_output.pop(old)
+        self.g.shapes[new] = self.g.shapes[old]
+        if old in self.flat:
+            self.flat.add(new)
+        if old in self.hints:
+            self.hints[new] = self.hints.pop(old)
+
+    def on_host(self) -> list[Layer]:
+        return [layer for layer in self.layers if layer.kind == "host"]
+
+    def host(self, node: Node, reason: str) -> None:
+        """The node as a host layer: it reads the tensors its inputs alias, in the shapes the model gives them."""
+        inputs = [self.canon(t) if t else "" for t in node.inputs]
+        for t, original in zip(inputs, node.inputs, strict=True):
+            if t and t not in self.consts and original in self.g.shapes:
+                self.g.shapes.setdefault(t, self.g.shapes[original])
+        renamed = Node(node.op, node.name, inputs, list(node.outputs), _plain(node.attrs))
+        acts = list(dict.fromkeys(t for t in inputs if t and t not in self.consts))
+        layer = Layer("host", self.fresh(node.name), [node.name], acts, node.outputs[0],
+                      self.g.shapes[node.outputs[0]], node=renamed, reason=reason)
+        layer.in_shapes = [self.g.shapes.get(original) if t else None for t, original in
+                           zip(inputs, node.inputs, strict=True)]
+        self.layers.append(layer)
+        for t in node.outputs:
+            if t:
+                self.by_output[t] = layer
 
     # -- renaming operators -------------------------------------------------------------------------------------
     def op_Identity(self, node: Node) -> None:
@@ -365,10 +459,36 @@ class _Lowering:
         rank = len(self.g.shapes[parts[0]])
         if node.attrs.get("axis", 1) % rank != 1:
             raise self.fail(node, f"Concat along axis {node.attrs.get('axis')} is not supported (channels, axis 1)")
+        channels = [self.g.shapes[p][1] for p in parts]
+        if any(c % self.block for c in channels[:-1]):
+            raise self.fail(node, f"parts of {', '.join(map(str, channels))} channels: VTA writes each part in "
+                                  f"place, in whole blocks of {self.block} channels")
         out = node.outputs[0]
         self.add(Layer("concat", self.fresh(node.name), [node.name], parts, out, self.g.shapes[out]))
 
 
-def lower(graph: Graph) -> Network:
-    """The graph's layers, or ModelError naming the first node the importer cannot map."""
-    return _Lowering(graph).run()
+def _plain(value):
+    """An ONNX attribute value as plain JSON-able Python (bytes as text, arrays as lists)."""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (int, float, str)) or value is None:
+        return value
+    try:
+        from onnx import numpy_helper
+
+        return numpy_helper.to_array(value).tolist()
+    except Exception:  # a graph attribute: no host operator takes one
+        return None
+
+
+def lower(graph: Graph, block: int = 16) -> Network:
+    """The graph's layers, or ModelError naming the first node neither VTA nor the host can compute.
+
+    ``block`` is the configuration's BLOCK_OUT (channel concatenations write whole blocks)."""
+    return _Lowering(graph, block).run()

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vtacc.frontend.check_builtins import average_multiplier
+from vtasim.host import quant
+from vtasim.host.ops import run_op
 from vtasm.errors import ModelError
 
 from .arrays import conv2d, windows
@@ -70,19 +72,38 @@ class QuantisedNetwork:
 
     def quantise_input(self, x: np.ndarray) -> np.ndarray:
         """Float input -> int8 at the input's scale (round to nearest, saturate)."""
-        return np.clip(np.rint(np.asarray(x, dtype=np.float64) * 2.0 ** -self.input_exp), -128, 127).astype(np.int8)
+        return quant.quantise(x, self.input_exp)
 
     def dequantise_output(self, y: np.ndarray) -> np.ndarray:
-        return np.asarray(y, dtype=np.float64) * 2.0 ** self.output_exp
+        return quant.dequantise(y, self.output_exp, np.float64)
 
 
 def run_float(net: Network, x: np.ndarray) -> dict[str, np.ndarray]:
-    """Every activation tensor of the float network on input ``x`` (calibration and float reference)."""
+    """Every activation tensor of the float network on input ``x`` (calibration and float reference).
+
+    Host nodes take the model's static shapes, so ``x`` holds one model batch when the network has any.
+    """
     values = {net.input: np.asarray(x, dtype=np.float64)}
     for layer in net.layers:
+        if layer.kind == "host":
+            values.update(_host_layer(net, layer, values))
+            continue
         ins = [values[t] for t in layer.inputs]
         values[layer.output] = np.clip(_float_layer(layer, ins), layer.low, layer.high)
     return values
+
+
+def _host_layer(net: Network, layer: Layer, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    node = layer.node
+    xs = []
+    for t, shape in zip(node.inputs, layer.in_shapes, strict=True):
+        x = None if not t else values[t] if t in values else net.constants[t]
+        xs.append(x.reshape(shape) if x is not None and shape is not None else x)
+    try:
+        outs = run_op(node.op, xs, node.attrs, net.opset, [net.shapes[t] for t in node.outputs])
+    except (ValueError, KeyError, IndexError) as exc:
+        raise ModelError(f"{net.name}: node '{node.name}' ({node.op}): the host cannot compute it: {exc}") from None
+    return {t: np.asarray(y, dtype=np.float64) for t, y in zip(node.outputs, outs, strict=False) if t}
 
 
 def _float_layer(layer: Layer, ins: list[np.ndarray]) -> np.ndarray:
@@ -131,11 +152,10 @@ class _Ties:
 def quantise(net: Network, calibration: np.ndarray | None) -> QuantisedNetwork:
     """Choose every scale (from the calibration inputs and the model's hints) and quantise every layer."""
     notes: list[str] = []
-    tensors = [net.input] + [layer.output for layer in net.layers]
+    tensors = [net.input] + [t for layer in net.layers for t in layer.outputs if t]
     ranges: dict[str, float] = {}
     if calibration is not None:
-        values = run_float(net, calibration)
-        ranges = {t: float(np.max(np.abs(values[t]))) for t in tensors}
+        ranges = calibrate(net, calibration)
     raw: dict[str, int] = {}
     for t in tensors:
         if t in net.hints:
@@ -162,6 +182,25 @@ def quantise(net: Network, calibration: np.ndarray | None) -> QuantisedNetwork:
     exps = {t: shared[ties.find(t)] for t in tensors}
     layers = [_quantise_layer(layer, exps, net.shapes, notes) for layer in net.layers]
     return QuantisedNetwork(net, layers, exps, ranges, notes)
+
+
+def batches(net: Network, data: np.ndarray, samples: int = 16):
+    """``data`` in pieces the float network runs on: one model batch when host nodes need its static shapes,
+    else up to ``samples`` inputs, so memory stays bounded however many calibration inputs there are."""
+    step = net.shapes[net.input][0]
+    if not net.on_host:
+        step *= max(1, samples // step)
+    for start in range(0, len(data) - len(data) % net.shapes[net.input][0], step):
+        yield data[start:start + step]
+
+
+def calibrate(net: Network, data: np.ndarray) -> dict[str, float]:
+    """The largest magnitude of every tensor over the calibration inputs, a bounded piece at a time."""
+    ranges: dict[str, float] = {}
+    for piece in batches(net, data):
+        for t, v in run_float(net, piece).items():
+            ranges[t] = max(ranges.get(t, 0.0), float(np.max(np.abs(v))) if v.size else 0.0)
+    return ranges
 
 
 def _bounds(layer: Layer, e: int) -> tuple[int, int]:

@@ -10,8 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from vtacc.frontend.check_builtins import average_multiplier
+from vtasim.host.step import run_host_step
 
 from .arrays import conv2d, windows
+from .partition import host_step, net_tensors, partition
 from .quantise import QLayer, QuantisedNetwork
 
 
@@ -30,10 +32,19 @@ def _per_channel(v: np.ndarray | int, rank: int) -> np.ndarray | int:
 
 
 def run_int8(qnet: QuantisedNetwork, x: np.ndarray) -> dict[str, np.ndarray]:
-    """Every int8 tensor of the quantised network on the int8 input ``x``."""
-    values = {qnet.network.input: np.asarray(x, dtype=np.int8)}
-    for q in qnet.layers:
-        values[q.layer.output] = _int8(_layer(q, [values[t] for t in q.layer.inputs]))
+    """Every int8 tensor of the quantised network on the int8 input ``x`` (host steps computed as the
+    simulator computes them: the same float32 numerics, vtasim.host)."""
+    net = qnet.network
+    values = {net.input: np.asarray(x, dtype=np.int8)}
+    parts = partition(qnet)
+    tensors = net_tensors(qnet, parts)
+    for k, part in enumerate(parts):
+        if part.kind == "host":
+            values.update(run_host_step(host_step(part, qnet, f"host{k}"), values, tensors, net.constants,
+                                        net.opset))
+            continue
+        for q in part.layers:
+            values[q.layer.output] = _int8(_layer(q, [values[t] for t in q.layer.inputs]))
     return values
 
 

@@ -1,0 +1,124 @@
+"""Networks with host steps: VTA launches and float32 host operators in one file, float in and float out.
+
+Checked against the numpy int8 execution of the quantised network (bit for
+bit, host steps included) and against onnxruntime's float model (SQNR).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime
+import pytest
+from onnx import helper
+
+from vtacc.frontend.onnx.reference import run_int8
+from vtacc.model import compile_model
+from vtasim import api
+from vtasim.host.quant import dequantise
+from vtasm.config import default_config
+from vtasm.formats.network import load_network, read_network, write_network
+
+from ..vtacc.test_cli import tool
+from .models import save_model, tensor
+
+RNG = np.random.default_rng(3)
+
+
+def _w(*shape, scale=0.15):
+    return RNG.normal(0, scale, shape).astype(np.float32)
+
+
+def _model(tmp_path):
+    """conv -> LRN (host) -> conv + residual -> sigmoid gate (host Mul by a tensor) -> pool -> dense -> softmax."""
+    n = helper.make_node
+    nodes = [n("Conv", ["x", "w1", "b1"], ["c1"], name="conv1", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             n("Relu", ["c1"], ["r1"], name="relu1"),
+             n("LRN", ["r1"], ["l1"], name="norm1", size=5, alpha=1e-3, beta=0.75),
+             n("Conv", ["l1", "w2", "b2"], ["c2"], name="conv2", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             n("Add", ["c2", "r1"], ["a2"], name="res2"),
+             n("Sigmoid", ["a2"], ["g"], name="gate"),
+             n("Mul", ["a2", "g"], ["m"], name="swish"),
+             n("GlobalAveragePool", ["m"], ["p"], name="pool"),
+             n("Flatten", ["p"], ["f"], name="flat"),
+             n("Gemm", ["f", "fw", "fb"], ["logits"], name="fc", transB=1),
+             n("Softmax", ["logits"], ["prob"], name="softmax", axis=1)]
+    consts = {"w1": _w(16, 3, 3, 3, scale=0.3), "b1": _w(16), "w2": _w(16, 16, 3, 3), "b2": _w(16),
+              "fw": _w(10, 16, scale=0.5), "fb": _w(10)}
+    path = save_model(tmp_path / "host.onnx", nodes, [tensor("x", [1, 3, 8, 8])],
+                      [tensor("logits", [1, 10]), tensor("prob", [1, 10])], consts)
+    cal = RNG.normal(0, 1, (16, 3, 8, 8)).astype(np.float32)
+    np.save(tmp_path / "cal.npy", cal)
+    return path, cal
+
+
+def _sqnr(want: np.ndarray, got: np.ndarray) -> float:
+    return float(10 * np.log10(np.sum(want.astype(np.float64) ** 2) / max(np.sum((want - got) ** 2), 1e-30)))
+
+
+def test_host_steps_between_vta_launches_are_bit_exact_with_numpy(tmp_path):
+    path, cal = _model(tmp_path)
+    model = compile_model(path, default_config(), cal)
+    net = model.network
+    assert [s.kind for s in net.steps] == ["vta", "host", "vta", "host", "vta", "host"]
+    assert net.outputs == ["logits", "prob"]
+    qnet = model.imported.qnet
+    x = RNG.normal(0, 1, (5, 3, 8, 8)).astype(np.float32)
+    got = api.run(net, x, int8=True)  # five images stacked: five runs, outputs stacked
+    for k in range(5):
+        want = run_int8(qnet, qnet.quantise_input(x[k:k + 1]))
+        for name in net.outputs:
+            assert np.array_equal(got[name][k:k + 1], want[name]), (k, name)
+    floats = api.run(net, x)
+    assert floats["logits"].dtype == np.float32
+    assert np.array_equal(floats["logits"], dequantise(got["logits"], net.tensors["logits"].exp))
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    ref = np.concatenate([session.run(["logits"], {"x": x[k:k + 1]})[0] for k in range(5)])
+    assert _sqnr(ref, floats["logits"]) > 20
+
+
+def test_vtasim_runs_the_network_file_from_float_input(tmp_path):
+    path, cal = _model(tmp_path)
+    r = tool("vtacc", path, "--calibrate", tmp_path / "cal.npy", "-o", tmp_path / "net.vbin", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert "host LRN" in r.stderr and "runs in 3 VTA launches and 3 host steps" in r.stderr
+    x = RNG.normal(0, 1, (1, 3, 8, 8)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    r = tool("vtasim", "run", tmp_path / "net.vbin", "--input", "x=" + str(tmp_path / "x.npy"), "--output",
+             "prob=" + str(tmp_path / "p.npy"), "--output", "logits=" + str(tmp_path / "l.npy"), "--timing",
+             "--trace-file", str(tmp_path / "t.txt"), "--lint", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    net = load_network(tmp_path / "net.vbin")
+    model = compile_model(path, default_config(), cal)
+    qnet = model.imported.qnet
+    want = run_int8(qnet, qnet.quantise_input(x))
+    assert np.array_equal(np.load(tmp_path / "p.npy"), dequantise(want["prob"], net.tensors["prob"].exp))
+    assert np.load(tmp_path / "l.npy").dtype == np.float32
+    assert "host step" in r.stdout and "measured on this CPU" in r.stdout and "timing model" in r.stdout
+    trace = (tmp_path / "t.txt").read_text()
+    assert "VTA launch 'vta1'" in trace and "host step 'host2': LRN 'norm1'" in trace
+    assert "0 lint warnings" in r.stderr
+
+
+def test_network_file_round_trip_and_damage(tmp_path):
+    path, cal = _model(tmp_path)
+    data = write_network(compile_model(path, default_config(), cal).network)
+    assert write_network(read_network(data)) == data
+    from vtasm.errors import FormatError
+
+    damaged = bytearray(data)
+    damaged[40] ^= 0xFF
+    with pytest.raises(FormatError, match="CRC mismatch in chunk 1 \\(NETW"):
+        read_network(bytes(damaged))
+    with pytest.raises(FormatError, match="truncated"):
+        read_network(data[:-9])
+    with pytest.raises(FormatError, match="bad magic"):
+        read_network(b"VTA\x00VBIN" + data[8:])
+
+
+def test_output_name_that_is_not_the_networks(tmp_path):
+    path, cal = _model(tmp_path)
+    tool("vtacc", path, "--calibrate", tmp_path / "cal.npy", "-o", tmp_path / "net.vbin", cwd=tmp_path)
+    np.save(tmp_path / "x.npy", np.zeros((1, 3, 8, 8), np.float32))
+    r = tool("vtasim", "run", tmp_path / "net.vbin", "--input", "x=" + str(tmp_path / "x.npy"), "--output",
+             "y=" + str(tmp_path / "y.npy"), cwd=tmp_path)
+    assert r.returncode == 2 and "'logits', 'prob'" in r.stderr and not (tmp_path / "y.npy").exists()

@@ -1,0 +1,69 @@
+"""Where each layer runs: maximal runs of consecutive VTA layers become one VTA launch, runs of host
+layers one host step; the tensors crossing between them are int8 at their power-of-two scales."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vtasm.formats.network import HostNode, HostStep, NetTensor
+
+from .quantise import QLayer, QuantisedNetwork
+
+
+@dataclass
+class Part:
+    """Consecutive layers that run on one side: what they read from before and write for later."""
+
+    kind: str  # "vta" or "host"
+    layers: list[QLayer]
+    inputs: list[str]
+    outputs: list[str]
+
+
+def _reads(q: QLayer) -> list[str]:
+    return list(q.layer.inputs)
+
+
+def partition(qnet: QuantisedNetwork) -> list[Part]:
+    """The network's layers split where they change sides (one part when VTA computes everything)."""
+    groups: list[list[QLayer]] = []
+    for q in qnet.layers:
+        if groups and (groups[-1][0].kind == "host") == (q.kind == "host"):
+            groups[-1].append(q)
+        else:
+            groups.append([q])
+    home: dict[str, int] = {}
+    for k, group in enumerate(groups):
+        for q in group:
+            home.update({t: k for t in q.layer.outputs if t})
+    wanted: dict[int, set[str]] = {}
+    for k, group in enumerate(groups):
+        for q in group:
+            for t in _reads(q):
+                if t in home and home[t] != k:
+                    wanted.setdefault(home[t], set()).add(t)
+    for t in qnet.network.outputs:
+        wanted.setdefault(home[t], set()).add(t)
+    parts = []
+    for k, group in enumerate(groups):
+        written = [t for q in group for t in q.layer.outputs if t]
+        inputs = list(dict.fromkeys(t for q in group for t in _reads(q) if home.get(t) != k))
+        outputs = [t for t in written if t in wanted.get(k, set())]
+        parts.append(Part("host" if group[0].kind == "host" else "vta", group, inputs, outputs))
+    return parts
+
+
+def host_step(part: Part, qnet: QuantisedNetwork, name: str) -> HostStep:
+    """A host part as the network file's step: its ONNX nodes with static shapes."""
+    shapes = qnet.network.shapes
+    nodes = [HostNode(q.layer.node.op, q.layer.node.name, list(q.layer.node.inputs), list(q.layer.node.outputs),
+                      dict(q.layer.node.attrs), list(q.layer.in_shapes),
+                      [shapes[t] if t else () for t in q.layer.node.outputs]) for q in part.layers]
+    return HostStep(name, nodes, part.inputs, part.outputs)
+
+
+def net_tensors(qnet: QuantisedNetwork, parts: list[Part]) -> dict[str, NetTensor]:
+    """Every tensor passed between parts or in and out of the model, with its shape and scale."""
+    net = qnet.network
+    names = [net.input] + [t for p in parts for t in p.inputs + p.outputs] + list(net.outputs)
+    return {t: NetTensor(t, net.shapes[t], qnet.exps[t]) for t in dict.fromkeys(names)}

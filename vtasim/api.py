@@ -1,0 +1,50 @@
+"""Networks from Python: load a network file, run it on arrays, time it (for notebooks and scripts).
+
+    from vtasim import api
+    net = api.load("net.vbin")
+    probs = api.run(net, {"data": images})["prob"]    # float32 in, float32 out; N images stacked run N times
+    print(api.timing(net))                             # VTA's cycles per launch, the host's time per step
+
+Inputs are given by the model's own names, in the model's shape or N of them
+stacked on the batch axis; float arrays are quantised at the input's scale
+(int8 arrays are taken as quantised values). Outputs are float32 at their
+scale, or the int8 values with ``int8=True``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from vtasm.formats.network import NetworkFile, load_network
+
+from .network_cli import check_host_steps, int8_inputs, run_batches, stacked, timing_text
+from .pipeline import DEFAULT_MAX_OPS
+
+
+def load(path: str | Path) -> NetworkFile:
+    """A network file written by `vtacc MODEL.onnx -o NET.vbin` (FormatError names what is wrong)."""
+    net = load_network(path)
+    check_host_steps(net, str(path))
+    return net
+
+
+def run(net: NetworkFile | str | Path, inputs: dict[str, np.ndarray] | np.ndarray, int8: bool = False,
+        max_ops: int = DEFAULT_MAX_OPS) -> dict[str, np.ndarray]:
+    """Every model output for the given inputs (an array alone is the model's only input)."""
+    if not isinstance(net, NetworkFile):
+        net = load(net)
+    if not isinstance(inputs, dict):
+        inputs = {net.inputs[0]: inputs}
+    runs = run_batches(net, int8_inputs(net, inputs, "the inputs"), max_ops)
+    return {name: stacked(net, runs, name, int8) for name in net.outputs}
+
+
+def timing(net: NetworkFile | str | Path, profile: str = "chisel-2019") -> str:
+    """The timing model's cycles for each VTA launch (host steps are timed by running: see `vtasim run`)."""
+    from .timing.profile import resolve_profile
+
+    if not isinstance(net, NetworkFile):
+        net = load(net)
+    return timing_text(net, resolve_profile(profile, None, ()), None)

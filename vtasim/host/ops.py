@@ -1,0 +1,431 @@
+"""ONNX operators the host CPU computes, in numpy, written from the ONNX operator specification.
+
+One function per operator type, registered in ``OPS``: it takes the node's
+input arrays (None for an omitted optional input), its attributes as plain
+Python values, the model's opset and the static shapes of its outputs, and
+returns the outputs. Shapes are known when a network is imported, so shape
+operators (Reshape, Flatten, Squeeze, ...) simply take their output's shape.
+Inputs arrive in float32 (activations dequantised, weights as stored); the
+arithmetic stays in float32 where the operator allows it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+
+Arrays = list[np.ndarray | None]
+Op = Callable[[Arrays, dict, int, list[tuple[int, ...]]], list[np.ndarray]]
+OPS: dict[str, Op] = {}
+
+
+def op(*names: str) -> Callable[[Op], Op]:
+    def register(fn: Op) -> Op:
+        for name in names:
+            OPS[name] = fn
+        return fn
+
+    return register
+
+
+def run_op(kind: str, xs: Arrays, attrs: dict, opset: int, out_shapes: list[tuple[int, ...]]) -> list[np.ndarray]:
+    """The outputs of one ONNX node (KeyError for an operator with no host form: check ``OPS`` first)."""
+    return OPS[kind](xs, attrs, opset, out_shapes)
+
+
+def _f32(x: np.ndarray) -> np.ndarray:
+    return np.asarray(x, dtype=np.float32) if np.asarray(x).dtype != np.float64 else np.asarray(x)
+
+
+# -- element-wise ------------------------------------------------------------------------------------------------
+def _unary(fn: Callable[[np.ndarray], np.ndarray]) -> Op:
+    return lambda xs, a, opset, shapes: [fn(_f32(xs[0]))]
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    """erf to within 1.2e-7 (Numerical Recipes' erfc, Chebyshev fit), vectorised."""
+    z = np.abs(x.astype(np.float64))
+    t = 1.0 / (1.0 + 0.5 * z)
+    poly = -z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (
+        -0.18628806 + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))))
+    r = 1.0 - t * np.exp(poly)
+    return (np.sign(x) * r).astype(x.dtype)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype)
+
+
+for _name, _fn in {
+    "Sigmoid": _sigmoid,
+    "Tanh": np.tanh,
+    "Exp": np.exp,
+    "Log": np.log,
+    "Sqrt": np.sqrt,
+    "Abs": np.abs,
+    "Neg": np.negative,
+    "Reciprocal": lambda x: 1 / x,
+    "Floor": np.floor,
+    "Ceil": np.ceil,
+    "Erf": _erf,
+    "Relu": lambda x: np.maximum(x, 0),
+    "Softplus": lambda x: np.logaddexp(x, 0).astype(x.dtype),
+    "Softsign": lambda x: x / (1 + np.abs(x)),
+    "Identity": lambda x: x,
+    "Dropout": lambda x: x,
+}.items():
+    OPS[_name] = _unary(_fn)
+
+
+@op("LeakyRelu")
+def _leaky_relu(xs, a, opset, shapes):
+    x = _f32(xs[0])
+    return [np.where(x >= 0, x, x * x.dtype.type(a.get("alpha", 0.01)))]
+
+
+@op("Elu")
+def _elu(xs, a, opset, shapes):
+    x = _f32(xs[0])
+    return [np.where(x >= 0, x, x.dtype.type(a.get("alpha", 1.0)) * np.expm1(np.minimum(x, 0)))]
+
+
+@op("HardSigmoid")
+def _hard_sigmoid(xs, a, opset, shapes):
+    x = _f32(xs[0])
+    t = x.dtype.type
+    return [np.clip(t(a.get("alpha", 0.2)) * x + t(a.get("beta", 0.5)), 0, 1).astype(x.dtype)]
+
+
+@op("HardSwish")
+def _hard_swish(xs, a, opset, shapes):
+    x = _f32(xs[0])
+    t = x.dtype.type
+    return [x * np.clip(x * t(1 / 6) + t(0.5), 0, 1).astype(x.dtype)]
+
+
+@op("Clip")
+def _clip(xs, a, opset, shapes):
+    x = _f32(xs[0])
+    low = xs[1] if len(xs) > 1 and xs[1] is not None else a.get("min", -math.inf)
+    high = xs[2] if len(xs) > 2 and xs[2] is not None else a.get("max", math.inf)
+    return [np.clip(x, np.asarray(low, x.dtype), np.asarray(high, x.dtype))]
+
+
+def _nary(fn: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> Op:
+    def apply(xs, a, opset, shapes):
+        out = _f32(xs[0])
+        for x in xs[1:]:
+            out = fn(out, _f32(x))
+        return [out]
+
+    return apply
+
+
+for _name, _fn in {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Div": np.divide, "Pow": np.power,
+                   "Max": np.maximum, "Min": np.minimum, "Sum": np.add}.items():
+    OPS[_name] = _nary(_fn)
+
+
+@op("Mean")
+def _mean(xs, a, opset, shapes):
+    return [_nary(np.add)(xs, a, opset, shapes)[0] / len(xs)]
+
+
+# -- normalisation -------------------------------------------------------------------------------------------------
+def _softmax_axes(x: np.ndarray, a: dict, opset: int) -> tuple[np.ndarray, tuple[int, ...]]:
+    """The array as the operator sees it and the axis it normalises (opsets < 13 flatten from ``axis`` on)."""
+    if opset >= 13:
+        return x, (a.get("axis", -1) % x.ndim,)
+    axis = a.get("axis", 1) % x.ndim
+    return x, tuple(range(axis, x.ndim))
+
+
+@op("Softmax")
+def _softmax(xs, a, opset, shapes):
+    x, axes = _softmax_axes(_f32(xs[0]), a, opset)
+    e = np.exp(x - x.max(axis=axes, keepdims=True))
+    return [e / e.sum(axis=axes, keepdims=True)]
+
+
+@op("LogSoftmax")
+def _log_softmax(xs, a, opset, shapes):
+    x, axes = _softmax_axes(_f32(xs[0]), a, opset)
+    shifted = x - x.max(axis=axes, keepdims=True)
+    return [shifted - np.log(np.exp(shifted).sum(axis=axes, keepdims=True))]
+
+
+@op("LRN")
+def _lrn(xs, a, opset, shapes):
+    """Local response normalisation across channels: x / (bias + alpha / size * sum of squares)^beta."""
+    x = _f32(xs[0])
+    size = int(a["size"])
+    t = x.dtype.type
+    squares = x * x
+    c = x.shape[1]
+    before, after = (size - 1) // 2, size - 1 - (size - 1) // 2
+    padded = np.pad(squares, [(0, 0), (before, after)] + [(0, 0)] * (x.ndim - 2))
+    window = np.zeros_like(x)
+    for k in range(size):
+        window += padded[:, k:k + c]
+    scale = t(a.get("bias", 1.0)) + t(a.get("alpha", 1e-4)) / t(size) * window
+    return [x / scale ** t(a.get("beta", 0.75))]
+
+
+@op("BatchNormalization")
+def _batch_norm(xs, a, opset, shapes):
+    x, gamma, beta, mean, var = (_f32(v) for v in xs[:5])
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    factor = gamma / np.sqrt(var + x.dtype.type(a.get("epsilon", 1e-5)))
+    return [(x - mean.reshape(shape)) * factor.reshape(shape) + beta.reshape(shape)]
+
+
+# -- linear algebra ------------------------------------------------------------------------------------------------
+@op("MatMul")
+def _matmul(xs, a, opset, shapes):
+    return [np.matmul(_f32(xs[0]), _f32(xs[1]))]
+
+
+@op("Gemm")
+def _gemm(xs, a, opset, shapes):
+    x, w = _f32(xs[0]), _f32(xs[1])
+    x = x.T if a.get("transA", 0) else x
+    w = w.T if a.get("transB", 0) else w
+    y = x.dtype.type(a.get("alpha", 1.0)) * (x @ w)
+    if len(xs) > 2 and xs[2] is not None:
+        y = y + x.dtype.type(a.get("beta", 1.0)) * _f32(xs[2])
+    return [y]
+
+
+def _spatial(a: dict, kernel: tuple[int, ...]) -> tuple[list[int], list[int], list[int]]:
+    """strides, pads as [begin..., end...] and dilations of a window operator (explicit pads only)."""
+    n = len(kernel)
+    return (list(a.get("strides", [1] * n)), list(a.get("pads", [0] * 2 * n)), list(a.get("dilations", [1] * n)))
+
+
+def _patches(x: np.ndarray, kernel: tuple[int, ...], strides, dilations, out_hw, fill: float) -> np.ndarray:
+    """[N, C, OH, OW, KH*KW]: the window of every output of a 2-D operator on a padded input."""
+    n, c = x.shape[:2]
+    kh, kw = kernel
+    oh, ow = out_hw
+    need_h = (oh - 1) * strides[0] + (kh - 1) * dilations[0] + 1
+    need_w = (ow - 1) * strides[1] + (kw - 1) * dilations[1] + 1
+    if x.shape[2] < need_h or x.shape[3] < need_w:  # ceil_mode windows that run past the end
+        x = np.pad(x, ((0, 0), (0, 0), (0, max(0, need_h - x.shape[2])), (0, max(0, need_w - x.shape[3]))),
+                   constant_values=fill)
+    out = np.empty((n, c, oh, ow, kh * kw), dtype=x.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            r, s = i * dilations[0], j * dilations[1]
+            out[..., i * kw + j] = x[:, :, r:r + strides[0] * oh:strides[0], s:s + strides[1] * ow:strides[1]]
+    return out
+
+
+def _pad2d(x: np.ndarray, pads: list[int], fill: float) -> np.ndarray:
+    return np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])), constant_values=fill)
+
+
+@op("Conv")
+def _conv(xs, a, opset, shapes):
+    x, w = _f32(xs[0]), _f32(xs[1])
+    kernel = tuple(w.shape[2:])
+    if len(kernel) != 2:
+        raise ValueError(f"a {len(kernel)}-D convolution (the host computes 2-D ones)")
+    strides, pads, dilations = _spatial(a, kernel)
+    groups = int(a.get("group", 1))
+    out_hw = shapes[0][2:]
+    cols = _patches(_pad2d(x, pads, 0.0), kernel, strides, dilations, out_hw, 0.0)
+    n, c = x.shape[:2]
+    oc, icg = w.shape[:2]
+    ocg = oc // groups
+    y = np.empty((n, oc) + tuple(out_hw), dtype=x.dtype)
+    for g in range(groups):
+        part = cols[:, g * icg:(g + 1) * icg]  # [N, icg, OH, OW, K]
+        weights = w[g * ocg:(g + 1) * ocg].reshape(ocg, icg, -1)
+        y[:, g * ocg:(g + 1) * ocg] = np.einsum("ock,nchwk->nohw", weights, part, optimize=True)
+    if len(xs) > 2 and xs[2] is not None:
+        y += _f32(xs[2]).reshape(1, -1, 1, 1)
+    return [y]
+
+
+@op("MaxPool")
+def _max_pool(xs, a, opset, shapes):
+    x = _f32(xs[0])
+    kernel = tuple(a["kernel_shape"])
+    strides, pads, dilations = _spatial(a, kernel)
+    cols = _patches(_pad2d(x, pads, -np.inf), kernel, strides, dilations, shapes[0][2:], -np.inf)
+    return [cols.max(axis=-1)]
+
+
+@op("AveragePool")
+def _average_pool(xs, a, opset, shapes):
+    x = _f32(xs[0])
+    kernel = tuple(a["kernel_shape"])
+    strides, pads, dilations = _spatial(a, kernel)
+    out_hw = shapes[0][2:]
+    total = _patches(_pad2d(x, pads, 0.0), kernel, strides, dilations, out_hw, 0.0).sum(axis=-1)
+    ones = np.ones((1, 1) + x.shape[2:], dtype=x.dtype)
+    if a.get("count_include_pad", 0):  # the padding counts, the part of a ceil_mode window past it does not
+        ones = _pad2d(ones, pads, 1.0)
+        pads = [0, 0, 0, 0]
+    count = _patches(_pad2d(ones, pads, 0.0), kernel, strides, dilations, out_hw, 0.0).sum(axis=-1)
+    return [total / np.maximum(count, 1)]
+
+
+@op("GlobalAveragePool")
+def _global_average_pool(xs, a, opset, shapes):
+    x = _f32(xs[0])
+    return [x.mean(axis=tuple(range(2, x.ndim)), keepdims=True)]
+
+
+@op("GlobalMaxPool")
+def _global_max_pool(xs, a, opset, shapes):
+    x = _f32(xs[0])
+    return [x.max(axis=tuple(range(2, x.ndim)), keepdims=True)]
+
+
+# -- reductions ----------------------------------------------------------------------------------------------------
+def _reduce(fn: Callable[..., np.ndarray]) -> Op:
+    def apply(xs, a, opset, shapes):
+        x = _f32(xs[0])
+        axes = a.get("axes")
+        if len(xs) > 1 and xs[1] is not None:  # opset 18 (13 for ReduceSum) moves the axes to an input
+            axes = [int(v) for v in np.ravel(xs[1])]
+        if not axes:
+            if a.get("noop_with_empty_axes", 0):
+                return [x]
+            axes = list(range(x.ndim))
+        y = fn(x, axis=tuple(int(v) % x.ndim for v in axes), keepdims=True)
+        return [y.reshape(shapes[0])]
+
+    return apply
+
+
+OPS.update({"ReduceMean": _reduce(np.mean), "ReduceMax": _reduce(np.max), "ReduceMin": _reduce(np.min),
+            "ReduceSum": _reduce(np.sum), "ReduceL2": _reduce(lambda x, **k: np.sqrt(np.sum(x * x, **k)))})
+
+
+# -- data movement -------------------------------------------------------------------------------------------------
+def _reshape(xs, a, opset, shapes):
+    return [np.asarray(xs[0]).reshape(shapes[0])]
+
+
+for _name in ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Expand"):
+    OPS[_name] = _reshape
+OPS["Expand"] = lambda xs, a, opset, shapes: [np.broadcast_to(np.asarray(xs[0]), shapes[0]).copy()]
+
+
+@op("Transpose")
+def _transpose(xs, a, opset, shapes):
+    x = np.asarray(xs[0])
+    return [np.transpose(x, a.get("perm", list(range(x.ndim))[::-1]))]
+
+
+@op("Concat")
+def _concat(xs, a, opset, shapes):
+    return [np.concatenate([np.asarray(x) for x in xs], axis=a["axis"])]
+
+
+@op("Split")
+def _split(xs, a, opset, shapes):
+    x = np.asarray(xs[0])
+    axis = a.get("axis", 0) % x.ndim
+    bounds = np.cumsum([s[axis] for s in shapes])[:-1]
+    return list(np.split(x, bounds, axis=axis))
+
+
+@op("Slice")
+def _slice(xs, a, opset, shapes):
+    x = np.asarray(xs[0])
+    if opset < 10:
+        starts, ends, axes, steps = a["starts"], a["ends"], a.get("axes"), None
+    else:
+        starts, ends = np.ravel(xs[1]), np.ravel(xs[2])
+        axes = np.ravel(xs[3]) if len(xs) > 3 and xs[3] is not None else None
+        steps = np.ravel(xs[4]) if len(xs) > 4 and xs[4] is not None else None
+    axes = range(len(starts)) if axes is None else axes
+    steps = [1] * len(starts) if steps is None else steps
+    index = [slice(None)] * x.ndim
+    for start, end, axis, step in zip(starts, ends, axes, steps, strict=True):
+        dim = x.shape[int(axis)]
+        start, end, step = int(start), int(end), int(step)
+        start = max(-1 if step < 0 else 0, min(dim - (step < 0), start + dim if start < 0 else start))
+        end = max(-1, min(dim, end + dim if end < 0 else end))
+        index[int(axis) % x.ndim] = slice(start, end if end >= 0 else None, step)
+    return [x[tuple(index)]]
+
+
+@op("Gather")
+def _gather(xs, a, opset, shapes):
+    x, indices = np.asarray(xs[0]), np.asarray(xs[1]).astype(np.int64)
+    axis = a.get("axis", 0) % x.ndim
+    return [np.take(x, np.where(indices < 0, indices + x.shape[axis], indices), axis=axis)]
+
+
+@op("Pad")
+def _pad(xs, a, opset, shapes):
+    x = _f32(xs[0])
+    pads = a.get("pads") if opset < 11 else [int(v) for v in np.ravel(xs[1])]
+    value = a.get("value", 0.0) if opset < 11 else (float(np.ravel(xs[2])[0]) if len(xs) > 2 and xs[2] is not None
+                                                    else 0.0)
+    if len(xs) > 3 and xs[3] is not None:  # opset 18: the axes the pads apply to
+        axes, full = [int(v) % x.ndim for v in np.ravel(xs[3])], [0] * 2 * x.ndim
+        for k, axis in enumerate(axes):
+            full[axis], full[axis + x.ndim] = pads[k], pads[k + len(axes)]
+        pads = full
+    n = x.ndim
+    mode = a.get("mode", "constant")
+    width = [(max(pads[i], 0), max(pads[i + n], 0)) for i in range(n)]
+    y = np.pad(x, width, mode="constant", constant_values=value) if mode == "constant" else \
+        np.pad(x, width, mode={"reflect": "reflect", "edge": "edge", "wrap": "wrap"}[mode])
+    crop = tuple(slice(-min(pads[i], 0), y.shape[i] + min(pads[i + n], 0)) for i in range(n))
+    return [y[crop]]
+
+
+def _nearest(x: np.ndarray, out: tuple[int, ...], transform: str, rounding: str) -> np.ndarray:
+    """Nearest-neighbour resizing of ``x`` to the shape ``out``, one axis at a time."""
+    for axis in range(x.ndim):
+        n_in, n_out = x.shape[axis], out[axis]
+        if n_in == n_out:
+            continue
+        scale = n_out / n_in
+        o = np.arange(n_out, dtype=np.float64)
+        if transform == "asymmetric":
+            src = o / scale
+        elif transform == "align_corners":
+            src = o * (n_in - 1) / max(n_out - 1, 1)
+        else:  # half_pixel, pytorch_half_pixel
+            src = (o + 0.5) / scale - 0.5
+        idx = {"floor": np.floor, "ceil": np.ceil, "round_prefer_ceil": lambda v: np.floor(v + 0.5)}.get(
+            rounding, lambda v: np.ceil(v - 0.5))(src)
+        x = np.take(x, np.clip(idx.astype(np.int64), 0, n_in - 1), axis=axis)
+    return x
+
+
+def _check_nearest(a: dict) -> None:
+    mode = a.get("mode", "nearest")
+    if mode != "nearest":
+        raise ValueError(f"mode '{mode}' (the host resizes with mode 'nearest')")
+
+
+@op("Upsample")
+def _upsample(xs, a, opset, shapes):
+    _check_nearest(a)
+    return [_nearest(np.asarray(xs[0]), shapes[0], "asymmetric", "floor")]
+
+
+@op("Resize")
+def _resize(xs, a, opset, shapes):
+    """Nearest-neighbour Resize; opset 10 maps output to input coordinates as Upsample does."""
+    _check_nearest(a)
+    if opset < 11:
+        return [_nearest(np.asarray(xs[0]), shapes[0], "asymmetric", "floor")]
+    return [_nearest(np.asarray(xs[0]), shapes[0], a.get("coordinate_transformation_mode", "half_pixel"),
+                     a.get("nearest_mode", "round_prefer_floor"))]
+
+
+@op("Cast")
+def _cast(xs, a, opset, shapes):
+    return [_f32(xs[0])]

@@ -1,0 +1,49 @@
+"""One host step: dequantise its int8 inputs, run its ONNX nodes in float32, requantise its outputs."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vtasm.errors import FormatError
+from vtasm.formats.network import HostStep, NetTensor
+
+from .ops import OPS, run_op
+from .quant import dequantise, quantise
+
+
+def unknown_ops(step: HostStep) -> list[str]:
+    """'node (Op)' for each node whose operator this host cannot compute."""
+    return [f"'{n.name}' ({n.op})" for n in step.nodes if n.op not in OPS]
+
+
+def run_host_step(step: HostStep, values: dict[str, np.ndarray], tensors: dict[str, NetTensor],
+                  constants: dict[str, np.ndarray], opset: int) -> dict[str, np.ndarray]:
+    """The int8 outputs of ``step`` from the int8 tensors in ``values``.
+
+    Raises FormatError naming the node when an operator cannot be computed
+    (one this host lacks, or a mode of it the host does not compute).
+    """
+    env: dict[str, np.ndarray] = {t: dequantise(values[t], tensors[t].exp) for t in step.inputs}
+    for node in step.nodes:
+        if node.op not in OPS:
+            raise FormatError(f"host node '{node.name}': operator {node.op} is not one the host computes")
+        xs = []
+        for t, shape in zip(node.inputs, node.in_shapes, strict=True):
+            if not t:
+                xs.append(None)
+                continue
+            x = env[t] if t in env else constants[t]
+            xs.append(x.reshape(shape) if shape is not None and x.shape != tuple(shape) else x)
+        try:
+            outs = run_op(node.op, xs, node.attrs, opset, [tuple(s) for s in node.out_shapes])
+        except (ValueError, KeyError, IndexError) as exc:
+            raise FormatError(f"host node '{node.name}' ({node.op}): cannot compute it: {exc}") from None
+        for t, y, shape in zip(node.outputs, outs, node.out_shapes, strict=False):
+            if not t:
+                continue
+            y = np.asarray(y, dtype=np.float32)
+            if y.shape != tuple(shape):
+                raise FormatError(f"host node '{node.name}' ({node.op}): output '{t}' came out "
+                                  f"{list(y.shape)}, not {list(shape)}")
+            env[t] = y
+    return {t: quantise(env[t].reshape(tensors[t].shape), tensors[t].exp) for t in step.outputs}

@@ -1,0 +1,86 @@
+"""Running a network file: VTA launches on the simulator, host steps on this CPU, tensors passed as int8.
+
+The network's int8 tensors live in one dictionary; a VTA step packs the ones
+it reads into its program's DRAM, runs the program to FINISH and unpacks the
+ones it writes; a host step computes its outputs in float32 (vtasim.host).
+Each step's wall time is recorded, so reports can put the host's measured
+time next to VTA's modelled cycles.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from vtasm.errors import FormatError
+from vtasm.formats.network import HostStep, NetworkFile, Step, VtaStep
+
+from .host.step import run_host_step
+from .machine import Machine, RunResult
+from .pipeline import DEFAULT_MAX_OPS
+
+# called with the step's index, the step and its machine before a VTA launch runs (traces, lint, race checks)
+LaunchHook = Callable[[int, VtaStep, Machine], None]
+
+
+@dataclass
+class StepRecord:
+    """What one step did: its wall time here, and a VTA launch's run result."""
+
+    step: Step
+    seconds: float
+    result: RunResult | None = None
+
+
+@dataclass
+class NetworkRun:
+    """Every int8 tensor the run produced and the record of each step."""
+
+    values: dict[str, np.ndarray]
+    records: list[StepRecord] = field(default_factory=list)
+
+    def outputs(self, net: NetworkFile) -> dict[str, np.ndarray]:
+        return {t: self.values[t] for t in net.outputs}
+
+
+def run_network(net: NetworkFile, inputs: dict[str, np.ndarray], max_ops: int = DEFAULT_MAX_OPS,
+                before_launch: LaunchHook | None = None) -> NetworkRun:
+    """Run every step on the int8 ``inputs`` (model input name -> array in its model shape).
+
+    Raises FormatError for a missing or badly shaped input, SimFault for a
+    fault of a VTA launch (the caller locates it in that launch's program).
+    """
+    values: dict[str, np.ndarray] = {}
+    for name in net.inputs:
+        if name not in inputs:
+            raise FormatError(f"{net.name}: no value for the model input '{name}'")
+        array = np.asarray(inputs[name])
+        if array.dtype != np.int8 or array.shape != net.tensors[name].shape:
+            raise FormatError(f"{net.name}: input '{name}' must be int8{list(net.tensors[name].shape)}, got "
+                              f"{array.dtype}{list(array.shape)}")
+        values[name] = array
+    run = NetworkRun(values)
+    for k, step in enumerate(net.steps):
+        started = time.perf_counter()
+        if isinstance(step, HostStep):
+            values.update(run_host_step(step, values, net.tensors, net.constants, net.opset))
+            run.records.append(StepRecord(step, time.perf_counter() - started))
+            continue
+        machine = Machine(step.program, max_ops)
+        dram = machine.state.dram
+        for net_name, prog_name in step.inputs.items():
+            tensor, segment = step.program.tensor(prog_name), step.program.segment(prog_name)
+            data = np.frombuffer(tensor.pack(values[net_name].reshape(tensor.shape)), dtype=np.uint8)
+            dram[segment.addr:segment.addr + len(data)] = data
+        if before_launch is not None:
+            before_launch(k, step, machine)
+        result = machine.run()
+        for net_name, prog_name in step.outputs.items():
+            tensor, segment = step.program.tensor(prog_name), step.program.segment(prog_name)
+            array = tensor.unpack(result.state.dram[segment.addr:segment.addr + tensor.nbytes].tobytes())
+            values[net_name] = array.reshape(net.tensors[net_name].shape)
+        run.records.append(StepRecord(step, time.perf_counter() - started, result))
+    return run

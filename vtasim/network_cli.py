@@ -1,0 +1,238 @@
+"""`vtasim run NET.vbin` for a network file: float (or int8) inputs in, float32 (or int8) outputs out.
+
+Each model input is given in its model shape, or as N of them stacked on the
+batch axis (the network then runs N times in this process and the outputs
+are stacked the same way). A float array is quantised at the input's scale as
+the importer quantises (vtasim.host.quant); an int8 array is taken as the
+quantised values. Outputs are written as float32 at their scale, or as the
+int8 values with ``int8``. The timing report puts each VTA launch's modelled
+cycles next to each host step's time measured here.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+import numpy as np
+
+from vtasm.errors import FormatError, SimFault, UsageError
+from vtasm.fileio import npy_bytes, read_npy
+from vtasm.formats.network import HostStep, NetworkFile, VtaStep
+
+from .faults import located
+from .host.quant import dequantise, quantise
+from .host.step import unknown_ops
+from .io import PendingFile, check_writable, write_files
+from .launches import NetworkRun, run_network
+from .pipeline import DEFAULT_MAX_OPS
+
+
+@dataclass
+class NetworkOptions:
+    """What `vtasim run` was asked to do with a network file."""
+
+    inputs: list[tuple[str, str]] = field(default_factory=list)
+    outputs: list[tuple[str, str]] = field(default_factory=list)
+    int8: bool = False
+    zero_inputs: bool = False
+    max_ops: int = DEFAULT_MAX_OPS
+    trace: bool = False
+    trace_uops: bool = False
+    lint: bool = False
+    check_races: bool = False
+    origin: str = "network"
+
+
+@dataclass
+class NetworkReport:
+    """The runs (one per input of a stacked batch), lint and race lines, and the files written."""
+
+    runs: list[NetworkRun]
+    warnings: list[str]
+    races: list[str]
+    written: list[Path]
+    lint_summary: str = ""
+
+
+def check_host_steps(net: NetworkFile, origin: str) -> None:
+    """Refuse, naming the nodes, a file whose host steps use operators this simulator cannot compute."""
+    missing = [m for s in net.steps if isinstance(s, HostStep) for m in unknown_ops(s)]
+    if missing:
+        raise FormatError(f"{origin}: host node{'s' if len(missing) > 1 else ''} {', '.join(missing)}: not an "
+                          "operator this vtasim computes (a newer vtasim may)")
+
+
+def _lookup(net: NetworkFile, name: str, names: list[str], what: str) -> str:
+    if name in names:
+        return name
+    simple = {_ident(n): n for n in names}
+    if name in simple:
+        return simple[name]
+    raise UsageError(f"{what} {name}: the network's {what[2:]}s are {', '.join(repr(n) for n in names)}")
+
+
+def _ident(name: str) -> str:
+    return "".join(c if c.isalnum() or c == "_" else "_" for c in name).strip("_")
+
+
+def _batches(net: NetworkFile, name: str, array: np.ndarray, path: str) -> list[np.ndarray]:
+    """The input's int8 values, one array per run."""
+    shape = net.tensors[name].shape
+    if array.shape == shape:
+        pieces = [array]
+    elif array.ndim == len(shape) + 1 and array.shape[1:] == shape:
+        pieces = list(array)
+    elif array.ndim == len(shape) and array.shape[1:] == shape[1:] and array.shape[0] % shape[0] == 0 \
+            and array.shape[0]:
+        pieces = list(array.reshape((-1,) + shape))
+    else:
+        raise FormatError(f"{path}: input '{name}' must be {list(shape)} or N of them stacked on the first axis, "
+                          f"got {list(array.shape)}")
+    if array.dtype == np.int8:
+        return pieces
+    if not np.issubdtype(array.dtype, np.number) or np.issubdtype(array.dtype, np.complexfloating):
+        raise FormatError(f"{path}: input '{name}' holds {array.dtype}; give float (quantised here) or int8 values")
+    if not np.all(np.isfinite(array)):
+        raise FormatError(f"{path}: input '{name}' holds NaN or infinite values")
+    exp = net.tensors[name].exp
+    return [quantise(p, exp) for p in pieces]
+
+
+def run_batches(net: NetworkFile, given: dict[str, list[np.ndarray]], max_ops: int = DEFAULT_MAX_OPS,
+                before_launch=None, origin: str = "network") -> list[NetworkRun]:
+    """One run per sample of the int8 ``given`` inputs (every model input needs the same number)."""
+    counts = {len(v) for v in given.values()}
+    if len(counts) > 1:
+        raise FormatError(f"{origin}: the inputs hold different numbers of samples ({sorted(counts)})")
+    current = [0]
+
+    def hook(k, step, machine):
+        current[0] = k
+        if before_launch is not None:
+            before_launch(k, step, machine)
+
+    runs = []
+    for k in range(counts.pop() if counts else 1):
+        try:
+            runs.append(run_network(net, {n: v[k] for n, v in given.items()}, max_ops, hook))
+        except SimFault as exc:
+            raise located(net.steps[current[0]].program, exc) from None
+    return runs
+
+
+def stacked(net: NetworkFile, runs: list[NetworkRun], name: str, int8: bool = False) -> np.ndarray:
+    """A model output over every run, stacked on the batch axis: float32 at its scale, or the int8 values."""
+    values = np.concatenate([r.values[name] for r in runs], axis=0) if len(runs) > 1 else runs[0].values[name]
+    return values if int8 else dequantise(values, net.tensors[name].exp)
+
+
+def int8_inputs(net: NetworkFile, arrays: dict[str, np.ndarray], origin: str) -> dict[str, list[np.ndarray]]:
+    """Model inputs (float, quantised here, or int8) by name as the model or its kernel language names them."""
+    given = {}
+    for name, array in arrays.items():
+        key = _lookup(net, name, net.inputs, "--input")
+        given[key] = _batches(net, key, np.asarray(array), origin)
+    return given
+
+
+def run_network_file(net: NetworkFile, opts: NetworkOptions, out: TextIO | None = None) -> NetworkReport:
+    """Run the network on the given files and write the outputs (only after every run succeeded)."""
+    check_host_steps(net, opts.origin)
+    given: dict[str, list[np.ndarray]] = {}
+    for name, path in opts.inputs:
+        given.update(int8_inputs(net, {name: read_npy(path)}, path))
+    for key in net.inputs:
+        if key not in given:
+            if not opts.zero_inputs:
+                raise FormatError(f"{opts.origin}: the network reads '{key}' but no --input gives it; pass "
+                                  f"--input {key}=FILE.npy (or --zero-inputs to run on zeros)")
+            given[key] = [np.zeros(net.tensors[key].shape, np.int8)]
+    outputs = [(_lookup(net, name, net.outputs, "--output"), Path(path)) for name, path in opts.outputs]
+    for _, path in outputs:
+        check_writable(path, "the output")
+    observers = _Observers(net, opts, out)
+    runs = run_batches(net, given, opts.max_ops, observers.attach, opts.origin)
+    write_files([PendingFile(path, npy_bytes(stacked(net, runs, name, opts.int8))) for name, path in outputs])
+    files = outputs
+    warnings, summary = observers.lint_report()
+    return NetworkReport(runs, warnings, observers.race_report(), [p for _, p in files], summary)
+
+
+class _Observers:
+    """Traces, lint and race checks attached to each VTA launch as it starts."""
+
+    def __init__(self, net: NetworkFile, opts: NetworkOptions, out: TextIO | None):
+        self.net, self.opts = net, opts
+        self.out = out if out is not None else sys.stdout
+        self.linters: list = []
+        self.checkers: list = []
+        self._seen_host = -1
+
+    def attach(self, k: int, step: VtaStep, machine) -> None:
+        if self.opts.trace:
+            from .trace import text_tracer, trace_header
+
+            for j in range(self._seen_host + 1, k):
+                host = self.net.steps[j]
+                if isinstance(host, HostStep):
+                    self.out.write(f"== step {j + 1}: host step '{host.name}': "
+                                   f"{', '.join(f'{n.op} {n.name!r}' for n in host.nodes)} ==\n")
+            self._seen_host = k
+            self.out.write(f"== step {k + 1}: VTA launch '{step.name}' ==\n")
+            self.out.write(trace_header(step.program))
+            machine.observe(text_tracer(self.out, machine.state, self.opts.trace_uops))
+        if self.opts.lint and len(self.linters) < len(self.net.programs):
+            from .lint import Linter
+
+            self.linters.append((step, Linter(machine)))
+        if self.opts.check_races and len(self.checkers) < len(self.net.programs):
+            from .races import RaceChecker
+
+            self.checkers.append((step, RaceChecker(machine)))
+
+    def lint_report(self) -> tuple[list[str], str]:
+        if not self.opts.lint:
+            return [], ""
+        from .lint import summary
+
+        found, lines = [], []
+        for step, linter in self.linters:
+            warnings = linter.report()
+            found += warnings
+            lines += [f"{step.name}: {w.describe(step.program)}" for w in warnings]
+        return lines, summary(found)
+
+    def race_report(self) -> list[str]:
+        return [f"{step.name}: {r.describe(step.program)}" for step, checker in self.checkers
+                for r in checker.report()]
+
+
+def timing_text(net: NetworkFile, profile, runs: list[NetworkRun] | None) -> str:
+    """Each step's time: VTA launches from the timing model, host steps as measured on this machine."""
+    from .timing.run import time_program
+
+    lines, vta_s, host_s = [], 0.0, 0.0
+    vta = sum(isinstance(s, VtaStep) for s in net.steps)
+    host = len(net.steps) - vta
+    lines.append(f"timing ({profile.name}): {vta} VTA launch{'es' if vta != 1 else ''}, {host} host "
+                 f"step{'s' if host != 1 else ''}")
+    for k, step in enumerate(net.steps):
+        if isinstance(step, VtaStep):
+            cycles = time_program(step.program, profile, record=False).report.cycles
+            seconds = cycles / (profile.clock_mhz * 1e6)
+            vta_s += seconds
+            lines.append(f"  step {k + 1:<3} VTA  {step.name:<12} {cycles:>14,} cycles = {seconds * 1e3:10.3f} ms "
+                         f"at {profile.clock_mhz:g} MHz (timing model)")
+        else:
+            measured = [r.records[k].seconds for r in runs] if runs else []
+            seconds = float(np.median(measured)) if measured else 0.0
+            host_s += seconds
+            ops = ", ".join(n.op for n in step.nodes)
+            shown = f"{seconds * 1e3:10.3f} ms measured on this CPU" if measured else "not run (--timing-only)"
+            lines.append(f"  step {k + 1:<3} host {step.name:<12} {ops[:40]:<40} {shown}")
+    lines.append(f"  total: VTA {vta_s * 1e3:.3f} ms (model) + host {host_s * 1e3:.3f} ms (measured) = "
+                 f"{(vta_s + host_s) * 1e3:.3f} ms per run")
+    return "\n".join(lines) + "\n"

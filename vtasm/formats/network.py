@@ -1,0 +1,345 @@
+"""A network in one file: VTA programs, the host steps between their launches, and the tensors they pass.
+
+An imported model whose operators VTA cannot all compute runs as VTA's own
+runtime ran it: VTA launches for what VTA computes, the host CPU for the
+rest. :class:`NetworkFile` holds that plan: every tensor passed between steps
+is int8 at a power-of-two scale (``exp``: value = int8 * 2**exp, which is
+also how a float input is quantised and an output dequantised), each VTA
+step is a whole program with its tensors bound to the network's, and each
+host step is a list of ONNX nodes computed in float32 (numerics in
+``vtasim.host``). The file layout (docs/vbin.md): the .vbin header with its
+own magic, then a NETW chunk (canonical JSON), one PROG chunk per program
+(each the bytes of a .vbin) and a HOST chunk (the host steps' constants).
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from vtasm.errors import FormatError
+from vtasm.fileio import read_mapped, write_atomic
+from vtasm.program import Program
+
+from .jsonfields import get_int, get_list, get_object, get_str, parse_json
+from .vbin import canonical_json, read_vbin, write_vbin
+
+MAGIC = b"VTA\x00VNET"
+VERSION = 1
+HEADER = struct.Struct("<8sII")
+CHUNK_HEADER = struct.Struct("<4sIQ")
+ALIGN = 8
+EXP_LIMIT = 126  # scales 2**-126 .. 2**126: normal float32 numbers
+CONST_DTYPES = ("float32", "int64")
+
+
+@dataclass(frozen=True)
+class NetTensor:
+    """A tensor passed between steps: int8 values at scale 2**exp, in its model shape."""
+
+    name: str
+    shape: tuple[int, ...]
+    exp: int
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+
+@dataclass
+class HostNode:
+    """One ONNX operator the host computes: inputs are tensors or constants, shapes are static."""
+
+    op: str
+    name: str
+    inputs: list[str]  # "" for an omitted optional input
+    outputs: list[str]
+    attrs: dict
+    in_shapes: list[tuple[int, ...] | None]  # None where the input is omitted
+    out_shapes: list[tuple[int, ...]]
+
+
+@dataclass
+class HostStep:
+    """A run of host nodes between VTA launches: reads int8 ``inputs``, writes int8 ``outputs``."""
+
+    name: str
+    nodes: list[HostNode]
+    inputs: list[str]
+    outputs: list[str]
+
+    kind = "host"
+
+
+@dataclass
+class VtaStep:
+    """One VTA launch: a whole program, its tensors bound to the network's (network name -> program name)."""
+
+    name: str
+    program: Program
+    inputs: dict[str, str]
+    outputs: dict[str, str]
+
+    kind = "vta"
+
+
+Step = VtaStep | HostStep
+
+
+@dataclass
+class NetworkFile:
+    """The whole network: model inputs and outputs (their model names), tensors, steps in order, constants."""
+
+    name: str
+    opset: int
+    inputs: list[str]
+    outputs: list[str]
+    tensors: dict[str, NetTensor]
+    steps: list[Step]
+    constants: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @property
+    def programs(self) -> list[Program]:
+        return [s.program for s in self.steps if isinstance(s, VtaStep)]
+
+    def check(self, where: str) -> None:
+        """FormatError naming the first step that reads what nothing wrote or binds what does not fit."""
+        known = set(self.inputs)
+        for name in self.inputs + self.outputs:
+            if name not in self.tensors:
+                raise FormatError(f"{where}: model tensor '{name}' is not in the tensor table")
+        for k, step in enumerate(self.steps):
+            at = f"{where}: step {k + 1} ({step.kind} '{step.name}')"
+            if isinstance(step, VtaStep):
+                for names, what in ((step.inputs, "input"), (step.outputs, "output")):
+                    for net_name, prog_name in names.items():
+                        _bound(self, step.program, net_name, prog_name, f"{at} {what}")
+                reads, writes = list(step.inputs), list(step.outputs)
+            else:
+                local = set(step.inputs)
+                for node in step.nodes:
+                    for t in node.inputs:
+                        if t and t not in local and t not in self.constants:
+                            raise FormatError(f"{at}: node '{node.name}' reads '{t}', which is neither a step "
+                                              "input, a constant nor written by an earlier node")
+                    local.update(node.outputs)
+                for t in step.outputs:
+                    if t not in local:
+                        raise FormatError(f"{at}: output '{t}' is written by none of its nodes")
+                    if t not in self.tensors:
+                        raise FormatError(f"{at}: output '{t}' is not in the tensor table")
+                reads, writes = step.inputs, step.outputs
+            for t in reads:
+                if t not in known:
+                    raise FormatError(f"{at} reads tensor '{t}' before any step writes it")
+            known.update(writes)
+        for t in self.outputs:
+            if t not in known:
+                raise FormatError(f"{where}: model output '{t}' is written by no step")
+
+
+def _bound(net: NetworkFile, program: Program, net_name: str, prog_name: str, where: str) -> None:
+    if net_name not in net.tensors:
+        raise FormatError(f"{where} '{net_name}' is not in the tensor table")
+    try:
+        info = program.tensor(prog_name)
+    except FormatError as exc:
+        raise FormatError(f"{where} '{net_name}': the program has {exc.message}") from None
+    if info.dtype != "int8" or math.prod(info.shape) != net.tensors[net_name].size:
+        raise FormatError(f"{where} '{net_name}' {list(net.tensors[net_name].shape)} is bound to program tensor "
+                          f"'{prog_name}', {info.dtype}{list(info.shape)} (int8 of the same size expected)")
+
+
+# -- writing -------------------------------------------------------------------------------------------------------
+def write_network(net: NetworkFile) -> bytes:
+    """The file's bytes (deterministic)."""
+    net.check("cannot write the network")
+    blob, consts = bytearray(), []
+    for name in sorted(net.constants):
+        value = np.ascontiguousarray(net.constants[name])
+        dtype = "int64" if np.issubdtype(value.dtype, np.integer) else "float32"
+        data = value.astype(dtype).tobytes()
+        consts.append({"name": name, "dtype": dtype, "shape": list(value.shape), "offset": len(blob),
+                       "nbytes": len(data)})
+        blob += data + bytes(-len(data) % ALIGN)
+    programs: list[bytes] = []
+    steps = []
+    for step in net.steps:
+        if isinstance(step, VtaStep):
+            steps.append({"kind": "vta", "name": step.name, "program": len(programs), "inputs": step.inputs,
+                          "outputs": step.outputs})
+            programs.append(write_vbin(step.program))
+        else:
+            steps.append({"kind": "host", "name": step.name, "inputs": step.inputs, "outputs": step.outputs,
+                          "nodes": [_node_json(n) for n in step.nodes]})
+    meta = {"name": net.name, "opset": net.opset, "inputs": net.inputs, "outputs": net.outputs,
+            "tensors": [{"name": t.name, "shape": list(t.shape), "exp": t.exp} for t in net.tensors.values()],
+            "constants": consts, "steps": steps}
+    chunks = [("NETW", canonical_json(meta))] + [("PROG", p) for p in programs] + [("HOST", bytes(blob))]
+    out = [HEADER.pack(MAGIC, VERSION, len(chunks))]
+    for tag, payload in chunks:
+        out += [CHUNK_HEADER.pack(tag.encode("ascii"), zlib.crc32(payload), len(payload)), payload,
+                bytes(-len(payload) % ALIGN)]
+    return b"".join(out)
+
+
+def _node_json(node: HostNode) -> dict:
+    return {"op": node.op, "name": node.name, "inputs": node.inputs, "outputs": node.outputs, "attrs": node.attrs,
+            "in_shapes": [None if s is None else list(s) for s in node.in_shapes],
+            "out_shapes": [list(s) for s in node.out_shapes]}
+
+
+def save_network(net: NetworkFile, path: str | Path) -> None:
+    """Write the network file atomically."""
+    data = write_network(net)
+    try:
+        write_atomic(path, data)
+    except OSError as exc:
+        raise FormatError(f"{path}: cannot write: {exc.strerror or exc}") from None
+
+
+# -- reading -------------------------------------------------------------------------------------------------------
+def is_network(data: bytes) -> bool:
+    """Whether bytes start with the network file's magic."""
+    return bytes(data[: len(MAGIC)]) == MAGIC
+
+
+def load_network(path: str | Path) -> NetworkFile:
+    """Read and check a network file."""
+    return read_network(read_mapped(path, "network file"), str(path))
+
+
+def read_network(data: bytes, origin: str = "<network>") -> NetworkFile:
+    """Parse and check a network file's bytes; FormatError names the first problem."""
+    chunks = _chunks(bytes(data), origin)
+    where = f"{origin}: NETW"
+    meta = get_object(parse_json(chunks[0][1], where), where,
+                      ("name", "opset", "inputs", "outputs", "tensors", "constants", "steps"))
+    programs = [payload for tag, payload in chunks if tag == "PROG"]
+    host = chunks[-1][1]
+    tensors = {}
+    for k, entry in enumerate(get_list(meta["tensors"], f"{where} tensors")):
+        at = f"{where} tensors[{k}]"
+        entry = get_object(entry, at, ("name", "shape", "exp"))
+        exp = _int(entry["exp"], f"{at} exp")
+        if abs(exp) > EXP_LIMIT:
+            raise FormatError(f"{at} exp: {exp} lies outside -{EXP_LIMIT}..{EXP_LIMIT}")
+        name = get_str(entry["name"], f"{at} name")
+        tensors[name] = NetTensor(name, _shape(entry["shape"], f"{at} shape"), exp)
+    constants = {}
+    for k, entry in enumerate(get_list(meta["constants"], f"{where} constants")):
+        at = f"{where} constants[{k}]"
+        entry = get_object(entry, at, ("name", "dtype", "shape", "offset", "nbytes"))
+        dtype, shape = entry["dtype"], _shape(entry["shape"], f"{at} shape", allow_zero=True)
+        if dtype not in CONST_DTYPES:
+            raise FormatError(f"{at} dtype: {dtype!r} is not one of {', '.join(CONST_DTYPES)}")
+        offset, nbytes = get_int(entry["offset"], f"{at} offset"), get_int(entry["nbytes"], f"{at} nbytes")
+        if nbytes != math.prod(shape) * np.dtype(dtype).itemsize or offset + nbytes > len(host):
+            raise FormatError(f"{at}: {nbytes} bytes at offset {offset} do not hold {dtype}{list(shape)} inside "
+                              f"the HOST chunk ({len(host)} bytes)")
+        constants[get_str(entry["name"], f"{at} name")] = np.frombuffer(host, dtype, math.prod(shape),
+                                                                         offset).reshape(shape)
+    steps: list[Step] = []
+    used = set()
+    for k, entry in enumerate(get_list(meta["steps"], f"{where} steps")):
+        at = f"{where} steps[{k}]"
+        if not isinstance(entry, dict) or entry.get("kind") not in ("vta", "host"):
+            raise FormatError(f"{at}: expected an object whose kind is 'vta' or 'host'")
+        if entry["kind"] == "vta":
+            entry = get_object(entry, at, ("kind", "name", "program", "inputs", "outputs"))
+            index = get_int(entry["program"], f"{at} program")
+            if index >= len(programs) or index in used:
+                raise FormatError(f"{at} program: {index} is not an unused PROG chunk (the file has "
+                                  f"{len(programs)})")
+            used.add(index)
+            program = read_vbin(programs[index], f"{origin}: program {index + 1}")
+            steps.append(VtaStep(get_str(entry["name"], f"{at} name"), program,
+                                 _names(entry["inputs"], f"{at} inputs"), _names(entry["outputs"], f"{at} outputs")))
+        else:
+            entry = get_object(entry, at, ("kind", "name", "inputs", "outputs", "nodes"))
+            nodes = [_node(n, f"{at} nodes[{j}]") for j, n in enumerate(get_list(entry["nodes"], f"{at} nodes"))]
+            steps.append(HostStep(get_str(entry["name"], f"{at} name"), nodes, _strs(entry["inputs"], f"{at} inputs"),
+                                  _strs(entry["outputs"], f"{at} outputs")))
+    if len(used) != len(programs):
+        raise FormatError(f"{origin}: {len(programs) - len(used)} PROG chunk(s) belong to no step")
+    opset = get_int(meta["opset"], f"{where} opset", 1)
+    net = NetworkFile(get_str(meta["name"], f"{where} name"), opset, _strs(meta["inputs"], f"{where} inputs"),
+                      _strs(meta["outputs"], f"{where} outputs"), tensors, steps, constants)
+    net.check(origin)
+    return net
+
+
+def _chunks(data: bytes, origin: str) -> list[tuple[str, bytes]]:
+    if data[: len(MAGIC)] != MAGIC:
+        raise FormatError(f"{origin}: not a network file (bad magic)")
+    if len(data) < HEADER.size:
+        raise FormatError(f"{origin}: truncated: header is missing {HEADER.size - len(data)} bytes")
+    _, version, count = HEADER.unpack_from(data, 0)
+    if version != VERSION:
+        raise FormatError(f"{origin}: unsupported network file version {version} (this tool reads {VERSION})")
+    pos, chunks = HEADER.size, []
+    for k in range(count):
+        if len(data) < pos + CHUNK_HEADER.size:
+            raise FormatError(f"{origin}: truncated: the header announces {count} chunks but the file ends "
+                              f"after {k}")
+        raw, crc, length = CHUNK_HEADER.unpack_from(data, pos)
+        tag = raw.decode("latin-1")
+        expected = "NETW" if k == 0 else "HOST" if k == count - 1 else "PROG"
+        if tag != expected:
+            raise FormatError(f"{origin}: chunk {k + 1} is {tag!r} where {expected} belongs")
+        start = pos + CHUNK_HEADER.size
+        end = start + length + (-length % ALIGN)
+        if end > len(data):
+            raise FormatError(f"{origin}: truncated: chunk {tag} is missing {end - len(data)} bytes")
+        payload = data[start:start + length]
+        if zlib.crc32(payload) != crc:
+            raise FormatError(f"{origin}: CRC mismatch in chunk {k + 1} ({tag}; the file is corrupt)")
+        chunks.append((tag, payload))
+        pos = end
+    if count < 2:
+        raise FormatError(f"{origin}: a network file needs its NETW and HOST chunks")
+    if pos != len(data):
+        raise FormatError(f"{origin}: {len(data) - pos} unexpected bytes after the last chunk")
+    return chunks
+
+
+def _int(value: object, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise FormatError(f"{where}: expected an integer")
+    return value
+
+
+def _shape(value: object, where: str, allow_zero: bool = False) -> tuple[int, ...]:
+    dims = get_list(value, where)
+    return tuple(get_int(d, f"{where}[{k}]", 0 if allow_zero else 1) for k, d in enumerate(dims))
+
+
+def _strs(value: object, where: str) -> list[str]:
+    return [get_str(v, f"{where}[{k}]", allow_empty=True) for k, v in enumerate(get_list(value, where))]
+
+
+def _names(value: object, where: str) -> dict[str, str]:
+    if not isinstance(value, dict):
+        raise FormatError(f"{where}: expected a JSON object")
+    return {k: get_str(v, f"{where}.{k}") for k, v in value.items()}
+
+
+def _node(value: object, where: str) -> HostNode:
+    entry = get_object(value, where, ("op", "name", "inputs", "outputs", "attrs", "in_shapes", "out_shapes"))
+    if not isinstance(entry["attrs"], dict):
+        raise FormatError(f"{where} attrs: expected a JSON object")
+    in_shapes = [None if s is None else _shape(s, f"{where} in_shapes[{k}]", True)
+                 for k, s in enumerate(get_list(entry["in_shapes"], f"{where} in_shapes"))]
+    out_shapes = [_shape(s, f"{where} out_shapes[{k}]", True)
+                  for k, s in enumerate(get_list(entry["out_shapes"], f"{where} out_shapes"))]
+    node = HostNode(get_str(entry["op"], f"{where} op"), get_str(entry["name"], f"{where} name"),
+                    _strs(entry["inputs"], f"{where} inputs"), _strs(entry["outputs"], f"{where} outputs"),
+                    entry["attrs"], in_shapes, out_shapes)
+    if len(node.in_shapes) != len(node.inputs) or len(node.out_shapes) != len(node.outputs):
+        raise FormatError(f"{where}: in_shapes/out_shapes do not match its inputs/outputs")
+    return node
