@@ -7,7 +7,7 @@ together and keeps what ``--emit`` and ``--explain`` show.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +18,7 @@ from vtacc.schedule.cost import CostModel
 from vtacc.schedule.epilogue import Needs, analyse, constant_name
 from vtacc.schedule.layouts import ACT, BIAS, WGT, DramTensor, dram_tensor
 from vtacc.schedule.operators import GemmProducer, Operator, PoolProducer, TensorTable, build_operator
+from vtacc.schedule.problem import problem_of
 from vtacc.schedule.scheduler import IDENTITY, NEG_IDENTITY, schedule_operator
 from vtacc.schedule.steps import Group
 from vtacc.schedule.tiling import Tiling, choose_tiling
@@ -153,6 +154,7 @@ def compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_na
     groups: list[Group] = []
     constant_tensors: dict[str, DramTensor] = {}
     constant_data: dict[str, bytes] = {}
+    chosen: dict[tuple, Tiling] = {}
     for unit in units:
         op = build_operator(unit.kernel, unit.assign, table)
         if isinstance(op.producer, GemmProducer) and op.producer.w_data is not None:
@@ -178,8 +180,15 @@ def compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_na
             alone = generate(schedule_operator(op, candidate, needs, cfg), tensors, {}, [], cfg, source_name)
             return time_program(alone.program, profile, record=False).report.cycles
 
-        tiling = choose_tiling(op, needs, cfg, _fixed_tiles(schedule, cfg, op), schedule.threads or threads,
-                               _order(schedule), extra, schedule.span or op.span, model, confirm)
+        fixed, order = _fixed_tiles(schedule, cfg, op), _order(schedule)
+        # operators alike in every figure the search reads get the same tiling (a network repeats its blocks)
+        key = (problem_of(op, cfg), type(op.producer).__name__, astuple(dataclasses.replace(needs, biases=(
+            len(needs.biases),))), tuple(sorted(fixed.items())), schedule.threads or threads, order, extra,
+            _operand_kinds(op))
+        if key not in chosen:
+            chosen[key] = choose_tiling(op, needs, cfg, fixed, schedule.threads or threads, order, extra,
+                                        schedule.span or op.span, model, confirm)
+        tiling = chosen[key]
         first = len(groups)
         groups += schedule_operator(op, tiling, needs, cfg)
         planned.append(Planned(op, needs, tiling, range(first, len(groups))))
@@ -191,6 +200,11 @@ def compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_na
     outputs = [o.name for o in entry.outputs]
     generated = generate(groups, tensors, constants, outputs, cfg, Path(source_name).name)
     return Compiled(entry, cfg, planned, tensors, generated, profile=profile)
+
+
+def _operand_kinds(op) -> tuple:
+    """The shapes, types and kinds of an operator's operands, in order (part of its tiling's key)."""
+    return tuple((t.kind, t.dtype, t.dims, t.view, t.spread, t.slice_of is not None) for t in op.operands.values())
 
 
 def _check_dram_need(decls: tuple[ck.TensorDecl, ...]) -> None:

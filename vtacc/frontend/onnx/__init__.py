@@ -10,6 +10,7 @@ and the host must produce.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +19,7 @@ import numpy as np
 from vtasm.errors import FormatError, ModelError
 from vtasm.fileio import read_npy
 
+from .accuracy import measure
 from .emit_vk import emit_vk, kernel_name
 from .graph import load_graph
 from .network import lower
@@ -63,6 +65,9 @@ class Imported:
                 f", shift {int(layer.shift)}" if np.ndim(layer.shift) == 0 else
                 f", shifts {int(np.min(layer.shift))}..{int(np.max(layer.shift))}")
             rng = f", calibration range +-{seen:.4g}" if seen is not None else ""
+            db = q.sqnr.get(layer.layer.output)
+            rng += f", sqnr {db:.1f} dB" if db is not None and math.isfinite(db) else (
+                ", exact" if db is not None else "")
             kind = layer.kind if layer.kind != "host" else f"host {layer.layer.node.op}"
             why = f" ({layer.layer.reason})" if layer.kind == "host" else ""
             lines.append(f"  {layer.name:<16} {kind:<8} out 2^{layer.out_exp}{weights}{shift}{rng}{why}")
@@ -113,11 +118,12 @@ def checked_calibration(data: np.ndarray, where: str) -> np.ndarray:
 
 
 def import_model(path: str | Path, calibration: str | Path | np.ndarray | None = None,
-                 input_shapes: dict[str, tuple[int, ...]] | None = None, block: int = 16) -> Imported:
+                 input_shapes: dict[str, tuple[int, ...]] | None = None, block: int = 16,
+                 method: str = "mse") -> Imported:
     """Load, map, quantise and write an ONNX model (ModelError names the node or file at fault).
 
     ``input_shapes`` fixes input dimensions the model leaves open (a dynamic batch, ...); ``block`` is the
-    configuration's BLOCK_OUT.
+    configuration's BLOCK_OUT; ``method`` how calibration sets scales ("mse" or "max", see quantise).
     """
     network = lower(load_graph(path, input_shapes), block)
     data = None
@@ -128,7 +134,9 @@ def import_model(path: str | Path, calibration: str | Path | np.ndarray | None =
                                        "the calibration array")
         else:
             data = read_calibration(calibration, network.name, shape)
-    qnet = quantise(network, data)
+    qnet = quantise(network, data, method)
+    if data is not None:
+        qnet.sqnr = measure(qnet, data)
     parts = partition(qnet)
     source, params = emit_vk(qnet) if len(parts) == 1 and parts[0].kind == "vta" else ("", {})
     return Imported(qnet, source, params, parts)

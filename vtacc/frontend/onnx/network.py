@@ -454,6 +454,21 @@ class _Lowering:
         out = node.outputs[0]
         self.add(Layer("add", self.fresh(node.name), [node.name], [xa, xb], out, self.g.shapes[out]))
 
+    def op_Sum(self, node: Node) -> None:
+        """Sum of any arity: the identity for one input, else additions of two, chained."""
+        if len(node.inputs) == 1:
+            self.op_Identity(node)
+            return
+        xs = [self.activation(node, t) for t in node.inputs]
+        if len({self.g.shapes[x] for x in xs}) != 1:
+            raise self.fail(node, "summing tensors of different shapes (no broadcasting)")
+        total = xs[0]
+        for k, x in enumerate(xs[1:], 1):
+            out = node.outputs[0] if k == len(xs) - 1 else f"{node.outputs[0]}__partial{k}"
+            self.g.shapes[out] = self.g.shapes[x]
+            self.add(Layer("add", self.fresh(node.name), [node.name], [total, x], out, self.g.shapes[x]))
+            total = out
+
     def op_Concat(self, node: Node) -> None:
         parts = [self.activation(node, t) for t in node.inputs]
         rank = len(self.g.shapes[parts[0]])

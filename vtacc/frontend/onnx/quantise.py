@@ -19,10 +19,10 @@ import numpy as np
 
 from vtacc.frontend.check_builtins import average_multiplier
 from vtasim.host import quant
-from vtasim.host.ops import run_op
 from vtasm.errors import ModelError
 
-from .arrays import conv2d, windows
+from .calibrate import Statistics, calibrate, exponent_for
+from .float_run import run_float  # noqa: F401  (the float network, where callers have always found it)
 from .network import Layer, Network
 
 MAX_SHIFT = 15  # VTA's portable shift amounts (a tensor shift must stay in 0..15)
@@ -61,6 +61,7 @@ class QuantisedNetwork:
     exps: dict[str, int]
     ranges: dict[str, float]  # calibration: largest magnitude seen per tensor
     notes: list[str]
+    sqnr: dict[str, float] = field(default_factory=dict)  # tensor -> int8 against float on calibration data, dB
 
     @property
     def input_exp(self) -> int:
@@ -76,60 +77,6 @@ class QuantisedNetwork:
 
     def dequantise_output(self, y: np.ndarray) -> np.ndarray:
         return quant.dequantise(y, self.output_exp, np.float64)
-
-
-def run_float(net: Network, x: np.ndarray) -> dict[str, np.ndarray]:
-    """Every activation tensor of the float network on input ``x`` (calibration and float reference).
-
-    Host nodes take the model's static shapes, so ``x`` holds one model batch when the network has any.
-    """
-    values = {net.input: np.asarray(x, dtype=np.float64)}
-    for layer in net.layers:
-        if layer.kind == "host":
-            values.update(_host_layer(net, layer, values))
-            continue
-        ins = [values[t] for t in layer.inputs]
-        values[layer.output] = np.clip(_float_layer(layer, ins), layer.low, layer.high)
-    return values
-
-
-def _host_layer(net: Network, layer: Layer, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    node = layer.node
-    xs = []
-    for t, shape in zip(node.inputs, layer.in_shapes, strict=True):
-        x = None if not t else values[t] if t in values else net.constants[t]
-        xs.append(x.reshape(shape) if x is not None and shape is not None else x)
-    try:
-        outs = run_op(node.op, xs, node.attrs, net.opset, [net.shapes[t] for t in node.outputs])
-    except (ValueError, KeyError, IndexError) as exc:
-        raise ModelError(f"{net.name}: node '{node.name}' ({node.op}): the host cannot compute it: {exc}") from None
-    return {t: np.asarray(y, dtype=np.float64) for t, y in zip(node.outputs, outs, strict=False) if t}
-
-
-def _float_layer(layer: Layer, ins: list[np.ndarray]) -> np.ndarray:
-    x = ins[0]
-    if layer.kind == "conv":
-        return conv2d(x, layer.weight, layer.stride, layer.pad, layer.groups) + layer.bias[None, :, None, None]
-    if layer.kind == "dense":
-        return x.reshape(x.shape[0], -1) @ layer.weight.T + layer.bias
-    if layer.kind == "maxpool":
-        return windows(x, layer.size, layer.stride, layer.pad, -np.inf).max(axis=-1)
-    if layer.kind == "avgpool":
-        return windows(x, layer.size, layer.stride, layer.pad, 0.0).mean(axis=-1)
-    if layer.kind == "gap":
-        return x.mean(axis=(2, 3), keepdims=True)
-    if layer.kind == "add":
-        return ins[0] + ins[1]
-    if layer.kind == "concat":
-        return np.concatenate(ins, axis=1)
-    return x  # clip: the bounds are applied by the caller
-
-
-def _exponent(magnitude: float) -> int:
-    """The smallest e with magnitude / 2**e <= 127."""
-    if magnitude <= 0 or not math.isfinite(magnitude):
-        return 0
-    return math.ceil(math.log2(magnitude / 127.0) - 1e-12)
 
 
 class _Ties:
@@ -149,13 +96,19 @@ class _Ties:
             self.parent[ra] = rb
 
 
-def quantise(net: Network, calibration: np.ndarray | None) -> QuantisedNetwork:
-    """Choose every scale (from the calibration inputs and the model's hints) and quantise every layer."""
+def quantise(net: Network, calibration: np.ndarray | None, method: str = "mse") -> QuantisedNetwork:
+    """Choose every scale (from the calibration inputs and the model's hints) and quantise every layer.
+
+    ``method``: "max" gives each tensor the finest scale that holds its largest calibration magnitude;
+    "mse" the power-of-two scale with the least squared error over the calibration values (it may clip
+    rare large values for finer steps).
+    """
     notes: list[str] = []
     tensors = [net.input] + [t for layer in net.layers for t in layer.outputs if t]
-    ranges: dict[str, float] = {}
+    stats: dict[str, Statistics] = {}
     if calibration is not None:
-        ranges = calibrate(net, calibration)
+        stats = calibrate(net, calibration)
+    ranges = {t: s.largest for t, s in stats.items()}
     raw: dict[str, int] = {}
     for t in tensors:
         if t in net.hints:
@@ -165,8 +118,8 @@ def quantise(net: Network, calibration: np.ndarray | None) -> QuantisedNetwork:
                 error = abs(2.0 ** raw[t] / net.hints[t] - 1)
                 notes.append(f"tensor '{t}': scale {net.hints[t]:.6g} is not a power of two; using 2^{raw[t]} "
                              f"({error:.1%} off)")
-        elif t in ranges:
-            raw[t] = _exponent(ranges[t])
+        elif t in stats:
+            raw[t] = stats[t].exponent(method) if t != net.input else exponent_for(ranges[t])
         else:
             raise ModelError(f"{net.name}: tensor '{t}' has no scale: the model is not fully quantised "
                              "(QuantizeLinear/DequantizeLinear), so give calibration inputs (--calibrate data.npy)")
@@ -182,25 +135,6 @@ def quantise(net: Network, calibration: np.ndarray | None) -> QuantisedNetwork:
     exps = {t: shared[ties.find(t)] for t in tensors}
     layers = [_quantise_layer(layer, exps, net.shapes, notes) for layer in net.layers]
     return QuantisedNetwork(net, layers, exps, ranges, notes)
-
-
-def batches(net: Network, data: np.ndarray, samples: int = 16):
-    """``data`` in pieces the float network runs on: one model batch when host nodes need its static shapes,
-    else up to ``samples`` inputs, so memory stays bounded however many calibration inputs there are."""
-    step = net.shapes[net.input][0]
-    if not net.on_host:
-        step *= max(1, samples // step)
-    for start in range(0, len(data) - len(data) % net.shapes[net.input][0], step):
-        yield data[start:start + step]
-
-
-def calibrate(net: Network, data: np.ndarray) -> dict[str, float]:
-    """The largest magnitude of every tensor over the calibration inputs, a bounded piece at a time."""
-    ranges: dict[str, float] = {}
-    for piece in batches(net, data):
-        for t, v in run_float(net, piece).items():
-            ranges[t] = max(ranges.get(t, 0.0), float(np.max(np.abs(v))) if v.size else 0.0)
-    return ranges
 
 
 def _bounds(layer: Layer, e: int) -> tuple[int, int]:
@@ -235,12 +169,25 @@ def _quantise_layer(layer: Layer, exps: dict[str, int], shapes: dict[str, tuple[
     return q
 
 
+def weight_exponents(rows: np.ndarray) -> np.ndarray:
+    """Per output channel (row), the power-of-two scale with the least squared error of its int8 weights:
+    the finest that holds the largest weight, or the next finer one when clipping that weight costs less
+    than the rounding it saves."""
+    top = np.array([exponent_for(m) for m in np.max(np.abs(rows), axis=1)], dtype=np.int64)
+
+    def error(exps: np.ndarray) -> np.ndarray:
+        step = 2.0 ** exps[:, None]
+        return np.sum((np.clip(np.rint(rows / step), -128, 127) * step - rows) ** 2, axis=1)
+
+    finer = top - 1
+    return np.where(error(finer) < error(top), finer, top)
+
+
 def _quantise_weights(q: QLayer, notes: list[str]) -> None:
     layer = q.layer
     e_x, e_y = q.in_exps[0], q.out_exp
     w = layer.weight
-    per_channel = np.max(np.abs(w.reshape(w.shape[0], -1)), axis=1)
-    w_exps = np.array([_exponent(m) for m in per_channel], dtype=np.int64)
+    w_exps = weight_exponents(w.reshape(w.shape[0], -1))
     shifts = e_y - e_x - w_exps
     if np.any(shifts < 0):
         raise ModelError(f"layer {layer.name}: its output scale 2^{e_y} is finer than its accumulator's "

@@ -1,0 +1,46 @@
+"""Where precision goes: per tensor, the int8 network's values against the float network's (SQNR in dB).
+
+Both networks run on the same calibration inputs (a few of them, a model
+batch at a time); the int8 values are dequantised at their scales, so each
+figure measures everything lost up to that tensor: the input's rounding,
+every layer's weights, shifts and clipping, and the host steps' requantising.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from vtasim.host.quant import dequantise
+
+from .float_run import batches, run_float
+from .quantise import QuantisedNetwork
+from .reference import run_int8
+
+SAMPLES = 8
+
+
+def sqnr_db(signal: float, noise: float) -> float:
+    """10 log10(signal / noise); infinite for an exact result."""
+    if noise <= 0:
+        return math.inf
+    return 10 * math.log10(signal / noise) if signal > 0 else -math.inf
+
+
+def measure(qnet: QuantisedNetwork, data: np.ndarray, samples: int = SAMPLES) -> dict[str, float]:
+    """SQNR in dB of every int8 tensor the network computes, over the first ``samples`` inputs of ``data``."""
+    net = qnet.network
+    signal: dict[str, float] = {}
+    noise: dict[str, float] = {}
+    for piece in batches(net, data[:samples]):
+        want = run_float(net, piece)
+        got = run_int8(qnet, qnet.quantise_input(piece))
+        for t, q in got.items():
+            if t == net.input or t not in want or t not in qnet.exps:
+                continue
+            f = want[t].reshape(q.shape)
+            err = f - dequantise(q, qnet.exps[t], np.float64)
+            signal[t] = signal.get(t, 0.0) + float(np.sum(f * f))
+            noise[t] = noise.get(t, 0.0) + float(np.sum(err * err))
+    return {t: sqnr_db(signal[t], noise[t]) for t in signal}

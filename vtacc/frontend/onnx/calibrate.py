@@ -1,0 +1,76 @@
+"""Calibration statistics: per tensor, the largest magnitude and a histogram of magnitudes on a log scale.
+
+Both are gathered a bounded piece of the calibration inputs at a time (the
+float network's values are dropped after each piece), so a few hundred
+images fit in little memory. The histogram (BINS per octave) is enough to
+weigh every candidate power-of-two scale: values beyond 127 steps are
+clipped, values below keep a rounding error of a twelfth of a step squared
+(or their own square, when they round to zero).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .float_run import batches, run_float
+from .network import Network
+
+BINS = 8  # per octave
+LOW = -64  # log2 of the smallest magnitude binned (smaller ones count in the first bin)
+OCTAVES = 128
+
+
+@dataclass
+class Statistics:
+    """One tensor's magnitudes over the calibration inputs."""
+
+    largest: float = 0.0
+    counts: np.ndarray = field(default_factory=lambda: np.zeros(OCTAVES * BINS, dtype=np.int64))
+
+    def add(self, values: np.ndarray) -> None:
+        a = np.abs(values[values != 0]).astype(np.float64)
+        if not a.size:
+            return
+        self.largest = max(self.largest, float(a.max()))
+        index = np.clip(np.floor((np.log2(a) - LOW) * BINS), 0, OCTAVES * BINS - 1).astype(np.int64)
+        self.counts += np.bincount(index, minlength=OCTAVES * BINS)
+
+    def error(self, exp: int) -> float:
+        """The squared error, summed over the values seen, of int8 at scale 2**exp."""
+        centres = 2.0 ** (LOW + (np.arange(OCTAVES * BINS) + 0.5) / BINS)
+        step = 2.0**exp
+        limit = 127 * step
+        err = np.where(centres > limit, (centres - limit) ** 2, np.minimum(centres**2, step * step / 12))
+        return float(np.sum(self.counts * err))
+
+    def exponent(self, method: str) -> int:
+        """The scale's exponent: "max" holds the largest value; "mse" has the least error of that one and
+        the two finer ones (a finer scale wins only when it is clearly better)."""
+        top = exponent_for(self.largest)
+        if method == "max" or not self.counts.any():
+            return top
+        best, best_err = top, self.error(top)
+        for exp in (top - 1, top - 2):
+            err = self.error(exp)
+            if err < 0.9 * best_err:
+                best, best_err = exp, err
+        return best
+
+
+def exponent_for(magnitude: float) -> int:
+    """The smallest e with magnitude / 2**e <= 127."""
+    if magnitude <= 0 or not math.isfinite(magnitude):
+        return 0
+    return math.ceil(math.log2(magnitude / 127.0) - 1e-12)
+
+
+def calibrate(net: Network, data: np.ndarray) -> dict[str, Statistics]:
+    """Every tensor's statistics over the calibration inputs, a bounded piece at a time."""
+    stats: dict[str, Statistics] = {}
+    for piece in batches(net, data):
+        for t, v in run_float(net, piece).items():
+            stats.setdefault(t, Statistics()).add(v)
+    return stats

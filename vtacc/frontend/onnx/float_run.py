@@ -1,0 +1,68 @@
+"""The float network executed in numpy: calibration data and the float reference of every tensor."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vtasim.host.ops import run_op
+from vtasm.errors import ModelError
+
+from .arrays import conv2d, windows
+from .network import Layer, Network
+
+
+def run_float(net: Network, x: np.ndarray) -> dict[str, np.ndarray]:
+    """Every activation tensor of the float network on input ``x`` (calibration and float reference).
+
+    Host nodes take the model's static shapes, so ``x`` holds one model batch when the network has any.
+    """
+    values = {net.input: np.asarray(x, dtype=np.float64)}
+    for layer in net.layers:
+        if layer.kind == "host":
+            values.update(_host_layer(net, layer, values))
+            continue
+        ins = [values[t] for t in layer.inputs]
+        values[layer.output] = np.clip(_float_layer(layer, ins), layer.low, layer.high)
+    return values
+
+
+def _host_layer(net: Network, layer: Layer, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    node = layer.node
+    xs = []
+    for t, shape in zip(node.inputs, layer.in_shapes, strict=True):
+        x = None if not t else values[t] if t in values else net.constants[t]
+        xs.append(x.reshape(shape) if x is not None and shape is not None else x)
+    try:
+        outs = run_op(node.op, xs, node.attrs, net.opset, [net.shapes[t] for t in node.outputs])
+    except (ValueError, KeyError, IndexError) as exc:
+        raise ModelError(f"{net.name}: node '{node.name}' ({node.op}): the host cannot compute it: {exc}") from None
+    return {t: np.asarray(y, dtype=np.float64) for t, y in zip(node.outputs, outs, strict=False) if t}
+
+
+def _float_layer(layer: Layer, ins: list[np.ndarray]) -> np.ndarray:
+    x = ins[0]
+    if layer.kind == "conv":
+        return conv2d(x, layer.weight, layer.stride, layer.pad, layer.groups) + layer.bias[None, :, None, None]
+    if layer.kind == "dense":
+        return x.reshape(x.shape[0], -1) @ layer.weight.T + layer.bias
+    if layer.kind == "maxpool":
+        return windows(x, layer.size, layer.stride, layer.pad, -np.inf).max(axis=-1)
+    if layer.kind == "avgpool":
+        return windows(x, layer.size, layer.stride, layer.pad, 0.0).mean(axis=-1)
+    if layer.kind == "gap":
+        return x.mean(axis=(2, 3), keepdims=True)
+    if layer.kind == "add":
+        return ins[0] + ins[1]
+    if layer.kind == "concat":
+        return np.concatenate(ins, axis=1)
+    return x  # clip: the bounds are applied by the caller
+
+
+def batches(net: Network, data: np.ndarray, samples: int = 16):
+    """``data`` in pieces the float network runs on: one model batch when host nodes need its static shapes,
+    else up to ``samples`` inputs, so memory stays bounded however many calibration inputs there are."""
+    step = net.shapes[net.input][0]
+    if not net.on_host:
+        step *= max(1, samples // step)
+    for start in range(0, len(data) - len(data) % net.shapes[net.input][0], step):
+        yield data[start:start + step]
