@@ -227,7 +227,8 @@ def _program_tensors(entry: ck.Kernel, table: TensorTable, cfg: VTAConfig, const
                      constant_data: dict[str, bytes], identity: bool, neg_identity: bool
                      ) -> tuple[list[DramTensor], dict[str, bytes]]:
     """Every DRAM tensor of the program so far (parameters, results, constants) and the constants' bytes."""
-    tensors = [t if t is not None else dram_tensor(n, _decl(entry, n).dtype, _decl(entry, n).shape, ACT, cfg)
+    decls = {d.name: d for d in entry.inputs + entry.outputs}
+    tensors = [t if t is not None else dram_tensor(n, decls[n].dtype, decls[n].shape, ACT, cfg)
                for n, t in table.tensors.items()]
     constants: dict[str, bytes] = dict(constant_data)
     tensors += constant_tensors.values()
@@ -248,13 +249,6 @@ def _embed(tensor: DramTensor, value: np.ndarray, constants: dict[str, bytes]) -
     except FormatError as exc:
         raise CompileError(exc.message) from None
     return dataclasses.replace(tensor, constant=True)
-
-
-def _decl(kernel: ck.Kernel, name: str) -> ck.TensorDecl:
-    for d in kernel.inputs + kernel.outputs:
-        if d.name == name:
-            return d
-    raise KeyError(name)
 
 
 def compulsory_bytes(compiled: Compiled) -> int:

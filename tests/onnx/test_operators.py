@@ -65,6 +65,25 @@ CASES = {
                   {"w": _w(16, 16, 3, 3), "g": RNG.uniform(0.5, 1.5, 16).astype(np.float32), "be": _w(16),
                    "m": _w(16), "v": RNG.uniform(0.5, 1.5, 16).astype(np.float32)}),
     "identity": ([_node("Identity", ["x"], ["i"]), _node("Relu", ["i"], ["y"])], X, {}),
+    # what exports write for batch norms and affine steps: all on VTA (folded, or a depthwise 1x1 convolution)
+    "batchnorm_alone": ([_node("BatchNormalization", ["x", "g", "be", "m", "v"], ["b"]), _node("Relu", ["b"], ["y"])],
+                        X, {"g": RNG.uniform(0.5, 1.5, 16).astype(np.float32), "be": _w(16), "m": _w(16),
+                            "v": RNG.uniform(0.5, 1.5, 16).astype(np.float32)}),
+    "mul_add_vectors": ([_node("Mul", ["x", "scale"], ["s"]), _node("Add", ["s", "shift"], ["y"])], X,
+                        {"scale": RNG.uniform(0.5, 1.5, (16, 1, 1)).astype(np.float32),
+                         "shift": _w(1, 16, 1, 1)}),
+    "div_sub_after_conv": ([_conv("x", "w", "c"), _node("Div", ["c", "d"], ["q"]), _node("Sub", ["q", "m"], ["y"])],
+                           X, {"w": _w(16, 16, 3, 3), "d": np.array(2.5, np.float32), "m": _w(16, 1, 1)}),
+    "constant_minus_tensor": ([_node("Sub", ["k", "x"], ["y"])], X, {"k": _w(16, 1, 1)}),
+    "sum_of_three": ([_node("Relu", ["x"], ["r"]), _conv("x", "w", "c"), _node("Sum", ["x", "r", "c"], ["y"])], X,
+                     {"w": _w(16, 16, 3, 3)}),
+    "leaky_power_of_two": ([_conv("x", "w", "c"), _node("LeakyRelu", ["c"], ["y"], alpha=0.125)], X,
+                           {"w": _w(16, 16, 3, 3)}),
+    "leaky_darknet": ([_conv("x", "w", "c"), _node("LeakyRelu", ["c"], ["y"], alpha=0.1)], X,
+                      {"w": _w(16, 16, 3, 3)}),
+    "nested_concat": ([_conv("x", "w", "c"), _node("Concat", ["x", "c"], ["k"], axis=1), _conv("k", "w2", "d"),
+                       _node("Concat", ["k", "d"], ["y"], axis=1)], X,
+                      {"w": _w(16, 16, 3, 3), "w2": _w(16, 32, 3, 3)}),
 }
 
 
@@ -101,6 +120,7 @@ def test_operator_against_onnxruntime_and_numpy(tmp_path, name):
     for _ in range(3):
         x = RNG.normal(0, 0.6, shape)  # inside the calibrated range: no saturation
         xq = qnet.quantise_input(x)
+        assert [step.kind for step in model.network.steps] == ["vta"], name  # VTA computes all of it
         got = run_arrays(model.compiled.program, {model.input_name: xq}, [model.output_name])[0][model.output_name]
         assert np.array_equal(got, run_int8(qnet, xq)[qnet.network.output]), name
         expected = session.run(None, {"x": (xq * 2.0**qnet.input_exp).astype(np.float32)})[0]

@@ -21,12 +21,12 @@ def conv2d(x: np.ndarray, w: np.ndarray, stride: int, pad: int, groups: int) -> 
         for j in range(kw):
             cols[:, :, i, j] = xp[:, :, i:i + stride * oh:stride, j:j + stride * ow:stride]
     ocg = oc // groups
-    out = np.empty((n, oc, oh, ow), dtype=xp.dtype)
-    for g in range(groups):
-        part = cols[:, g * icg:(g + 1) * icg].reshape(n, icg * kh * kw, oh * ow)
-        weights = w[g * ocg:(g + 1) * ocg].reshape(ocg, icg * kh * kw)
-        out[:, g * ocg:(g + 1) * ocg] = np.einsum("ok,nkp->nop", weights, part, optimize=True).reshape(n, ocg, oh, ow)
-    return out
+    if groups == 1:
+        out = np.einsum("ok,nkp->nop", w.reshape(oc, -1), cols.reshape(n, icg * kh * kw, oh * ow), optimize=True)
+        return out.reshape(n, oc, oh, ow)
+    part = cols.reshape(n, groups, icg * kh * kw, oh * ow)  # every group in one product
+    weights = w.reshape(groups, ocg, icg * kh * kw)
+    return np.einsum("gok,ngkp->ngop", weights, part, optimize=True).reshape(n, oc, oh, ow)
 
 
 def windows(x: np.ndarray, size: int, stride: int, pad: int, fill: float) -> np.ndarray:

@@ -55,6 +55,7 @@ def _kernel(q: QLayer, qnet: QuantisedNetwork, shapes: dict) -> tuple[str, list[
     """The kernel's text and its weight parameters (suffix, declaration type, value)."""
     layer = q.layer
     out = _type("int8", layer.shape)
+    before = ""
     params: list[tuple[str, str, np.ndarray]] = []
     xs = [f"x{i}" if len(layer.inputs) > 1 else "x" for i in range(len(layer.inputs))]
     decls = [f"{n}: {_type('int8', shapes[t])}" for n, t in zip(xs, layer.inputs, strict=True)]
@@ -69,7 +70,11 @@ def _kernel(q: QLayer, qnet: QuantisedNetwork, shapes: dict) -> tuple[str, list[
             product = f"conv2d(x, w{opts})"
         else:
             product = "matmul(flatten(x), w)" if layer.flatten else "matmul(x, w)"
-        body = f"({product} + b)" + (f" >> {shift}" if shift != "0" else "")
+        body = f"({product} + b)"
+        if layer.leaky:  # the slope as shifts of the accumulator a (see network.power_sum)
+            before = f"    a = {body}\n"
+            body = f"max(a, {' + '.join(f'(a >> {k})' for k in layer.leaky)})"
+        body += f" >> {shift}" if shift != "0" else ""
         expr = _clip(body, q)
     elif q.kind == "maxpool":
         expr = f"max_pool(x, {layer.size}, stride={layer.stride}, pad={layer.pad})"
@@ -87,7 +92,7 @@ def _kernel(q: QLayer, qnet: QuantisedNetwork, shapes: dict) -> tuple[str, list[
         expr = _clip("x", q)
     decls += [f"{suffix}: {kind}" for suffix, kind, _ in params]
     text = (f"{_describe(q, qnet)}\nkernel {layer.name}({', '.join(decls)}) -> y: {out} {{\n"
-            f"    y = {expr}\n}}\n")
+            f"{before}    y = {expr}\n}}\n")
     return text, params
 
 

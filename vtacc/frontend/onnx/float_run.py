@@ -22,7 +22,10 @@ def run_float(net: Network, x: np.ndarray) -> dict[str, np.ndarray]:
             values.update(_host_layer(net, layer, values))
             continue
         ins = [values[t] for t in layer.inputs]
-        values[layer.output] = np.clip(_float_layer(layer, ins), layer.low, layer.high)
+        y = _float_layer(layer, ins)
+        if layer.alpha:
+            y = np.where(y >= 0, y, y * layer.alpha)
+        values[layer.output] = np.clip(y, layer.low, layer.high)
     return values
 
 

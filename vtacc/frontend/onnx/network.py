@@ -50,6 +50,8 @@ class Layer:
     node: Node | None = None  # host: the ONNX node, its inputs renamed to the tensors they alias
     reason: str = ""  # host: why VTA does not compute it
     in_shapes: list[tuple[int, ...] | None] | None = None  # host: the model's shape of each input
+    alpha: float = 0.0  # a fused leaky ReLU's slope (0: none) ...
+    leaky: tuple[int, ...] = ()  # ... and the right shifts whose sum VTA multiplies by instead
 
     @property
     def outputs(self) -> list[str]:
@@ -322,17 +324,76 @@ class _Lowering:
         return int(strides[0]), int(pads[0])
 
     def op_BatchNormalization(self, node: Node) -> None:
-        x = self.canon(node.inputs[0])
-        layer = self.by_output.get(x)
-        if layer is None or layer.kind != "conv" or layer.high != math.inf or layer.low != -math.inf \
-                or not self.sole_consumer(node.inputs[0], node):
-            raise self.fail(node, "BatchNormalization is folded into the convolution before it; this one does "
-                                  "not follow a Conv whose only consumer it is")
+        """Folded into the convolution or dense layer before it, else a per-channel affine layer."""
         gamma, beta, mean, var = (self.const(node, t, "parameter") for t in node.inputs[1:5])
         factor = gamma / np.sqrt(var + node.attrs.get("epsilon", 1e-5))
-        layer.weight = layer.weight * factor[:, None, None, None]
-        layer.bias = (layer.bias - mean) * factor + beta
-        self._rename(layer, node)
+        self._affine(node, node.inputs[0], factor, beta - mean * factor)
+
+    def op_Mul(self, node: Node) -> None:
+        if not self._with_constant(node, lambda v: (v, np.zeros_like(v)), lambda v: (v, np.zeros_like(v))):
+            raise self.fail(node, "multiplying two tensors (VTA's portable ALU has no multiplier)")
+
+    def op_Div(self, node: Node) -> None:
+        if node.inputs[1] not in self.consts and self.canon(node.inputs[1]) not in self.consts:
+            raise self.fail(node, "dividing by a tensor (VTA has no divider)")
+        if not self._with_constant(node, None, lambda v: (1.0 / v, np.zeros_like(v))):
+            raise self.fail(node, "dividing a constant by a tensor")
+
+    def op_Sub(self, node: Node) -> None:
+        if not self._with_constant(node, lambda v: (-np.ones_like(v), v), lambda v: (np.ones_like(v), -v)):
+            raise self.fail(node, "subtracting a tensor (VTA's ALU adds, it cannot negate without a multiplier)")
+
+    def _with_constant(self, node: Node, first, second) -> bool:
+        """A binary node with one constant operand as a per-channel affine layer: ``first(v)`` gives
+        (scale, bias) when the constant comes first, ``second(v)`` when second. False without a constant."""
+        a, b = (self.canon(t) for t in node.inputs)
+        if (a in self.consts) == (b in self.consts):
+            return False
+        at_first = a in self.consts
+        if (first if at_first else second) is None:
+            return False
+        x_name = node.inputs[1] if at_first else node.inputs[0]
+        x = self.activation(node, x_name, flat_ok=True)
+        vector = self._channel_vector(node, self.consts[a if at_first else b], self.g.shapes[x])
+        scale, bias = (first if at_first else second)(vector)
+        self._affine(node, x_name, scale, bias)
+        return True
+
+    def _channel_vector(self, node: Node, const: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+        """The constant as one value per channel of a tensor of ``shape`` (NCHW or [N, C])."""
+        c = np.asarray(const, dtype=np.float64)
+        try:
+            full = np.broadcast_to(c, shape)
+        except ValueError:
+            raise self.fail(node, f"the constant {list(c.shape)} does not broadcast to {list(shape)}") from None
+        if full.shape != tuple(shape):
+            raise self.fail(node, f"the constant {list(c.shape)} would grow the tensor {list(shape)}")
+        rows = full.reshape(shape[0], shape[1], -1)
+        if not np.all(rows == rows[:1, :, :1]):
+            raise self.fail(node, "the constant is not one value per channel")
+        return rows[0, :, 0].copy()
+
+    def _affine(self, node: Node, x_name: str, scale: np.ndarray, bias: np.ndarray) -> None:
+        """y = x * scale[c] + bias[c]: folded into the Conv or Gemm before it when that is exact (it feeds
+        only this node, with no activation between), else a depthwise 1x1 convolution on VTA's GEMM core."""
+        x = self.activation(node, x_name, flat_ok=True)
+        layer = self.by_output.get(x)
+        if layer is not None and layer.kind in ("conv", "dense") and layer.low == -math.inf \
+                and layer.high == math.inf and self.sole_consumer(x_name, node):
+            shape = (-1,) + (1,) * (layer.weight.ndim - 1)
+            layer.weight = layer.weight * scale.reshape(shape)
+            layer.bias = layer.bias * scale + bias
+            self._rename(layer, node)
+            return
+        shape = self.g.shapes[x]
+        if len(shape) != 4 or x in self.flat:
+            raise self.fail(node, f"a per-channel scale of a {len(shape)}-D tensor (VTA scales NCHW tensors "
+                                  "with a depthwise convolution)")
+        channels = shape[1]
+        out = node.outputs[0]
+        self.add(Layer("conv", self.fresh(node.name), [node.name], [x], out, self.g.shapes[out],
+                       scale.reshape(channels, 1, 1, 1).astype(np.float64), bias.astype(np.float64), 1, 0,
+                       channels))
 
     def _rename(self, layer: Layer, node: Node) -> None:
         del self.by_output[layer.output]
@@ -352,6 +413,21 @@ class _Lowering:
         out = node.outputs[0]
         self.add(Layer("clip", self.fresh(node.name), [node.name], [x], out, self.g.shapes[out], low=low,
                        high=high))
+
+    def op_LeakyRelu(self, node: Node) -> None:
+        """Fused into the convolution or dense layer before it: max(a, sum of a >> k) on its accumulator,
+        the slope a sum of at most four powers of two (exact for a power of two, else within 1%)."""
+        alpha = float(node.attrs.get("alpha", 0.01))
+        shifts = power_sum(alpha)
+        if shifts is None:
+            raise self.fail(node, f"slope {alpha:g} is no sum of four powers of two 2^-1..2^-15 within 1%")
+        layer = self.by_output.get(self.canon(node.inputs[0]))
+        if layer is None or layer.kind not in ("conv", "dense") or layer.low != -math.inf \
+                or layer.high != math.inf or layer.leaky or not self.sole_consumer(node.inputs[0], node):
+            raise self.fail(node, "a leaky ReLU runs on VTA fused into the Conv or Gemm before it, its only "
+                                  "consumer")
+        layer.alpha, layer.leaky = alpha, shifts
+        self._rename(layer, node)
 
     def op_Relu(self, node: Node) -> None:
         self._activation(node, 0.0, math.inf)
@@ -432,20 +508,7 @@ class _Lowering:
         self._dense(node, node.inputs[0], self.const(node, node.inputs[1], "weight").T, None)
 
     def op_Add(self, node: Node) -> None:
-        a, b = (self.canon(t) for t in node.inputs)
-        if (a in self.consts) != (b in self.consts):  # a bias added after a MatMul or Conv
-            x, c = (b, a) if a in self.consts else (a, b)
-            layer = self.by_output.get(x)
-            if layer is None or layer.kind not in ("conv", "dense") or layer.low != -math.inf \
-                    or layer.high != math.inf or not self.sole_consumer(x, node):
-                raise self.fail(node, "adding a constant is supported only as the bias of the Conv or "
-                                      "Gemm/MatMul before it")
-            const = self.consts[c]
-            vector = np.broadcast_to(const, layer.shape).reshape(layer.shape[0], layer.shape[1], -1)
-            if not np.all(vector == vector[:1, :, :1]):
-                raise self.fail(node, "the constant added is not one value per channel")
-            layer.bias = layer.bias + vector[0, :, 0]
-            self._rename(layer, node)
+        if self._with_constant(node, lambda v: (np.ones_like(v), v), lambda v: (np.ones_like(v), v)):
             return
         xa, xb = self.activation(node, node.inputs[0]), self.activation(node, node.inputs[1])
         if self.g.shapes[xa] != self.g.shapes[xb]:
@@ -475,11 +538,35 @@ class _Lowering:
         if node.attrs.get("axis", 1) % rank != 1:
             raise self.fail(node, f"Concat along axis {node.attrs.get('axis')} is not supported (channels, axis 1)")
         channels = [self.g.shapes[p][1] for p in parts]
+        for k, p in enumerate(parts):  # a concatenation is written in place: copy one that is a part again
+            made = self.by_output.get(p)
+            if made is not None and made.kind == "concat":
+                copy = f"{p}__copy"
+                self.g.shapes[copy] = self.g.shapes[p]
+                self.add(Layer("clip", self.fresh(f"{node.name}_copy"), [node.name], [p], copy, self.g.shapes[p]))
+                parts[k] = copy
         if any(c % self.block for c in channels[:-1]):
             raise self.fail(node, f"parts of {', '.join(map(str, channels))} channels: VTA writes each part in "
                                   f"place, in whole blocks of {self.block} channels")
         out = node.outputs[0]
         self.add(Layer("concat", self.fresh(node.name), [node.name], parts, out, self.g.shapes[out]))
+
+
+def power_sum(alpha: float, terms: int = 4, tolerance: float = 0.01) -> tuple[int, ...] | None:
+    """Right shifts k (1..15) whose 2^-k sum to ``alpha`` within ``tolerance`` (greedy: the largest power of
+    two not above what is left, at most ``terms`` of them), or None."""
+    if not 0 < alpha < 1:
+        return None
+    shifts, left = [], alpha
+    for _ in range(terms):
+        k = math.ceil(-math.log2(left) - 1e-12)
+        if k > 15:
+            break
+        shifts.append(k)
+        left -= 2.0**-k
+        if abs(left) <= 1e-12 * alpha:
+            break
+    return tuple(shifts) if shifts and abs(left) <= tolerance * alpha else None
 
 
 def _plain(value):

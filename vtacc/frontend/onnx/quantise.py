@@ -152,6 +152,12 @@ def _quantise_layer(layer: Layer, exps: dict[str, int], shapes: dict[str, tuple[
     q = QLayer(layer, in_exps, e_y, low=low, high=high)
     if layer.kind in ("conv", "dense"):
         _quantise_weights(q, notes)
+        if layer.leaky:
+            approx = sum(2.0**-k for k in layer.leaky)
+            if abs(approx - layer.alpha) > 1e-12 * layer.alpha:
+                terms = " + ".join(f"2^-{k}" for k in layer.leaky)
+                notes.append(f"layer {layer.name}: leaky slope {layer.alpha:g} as {terms} = {approx:.6g} "
+                             f"({abs(approx / layer.alpha - 1):.2%} off)")
     elif layer.kind == "add":
         base = min(in_exps)
         q.left = [e - base for e in in_exps]

@@ -57,6 +57,8 @@ def _layer(q: QLayer, ins: list[np.ndarray]) -> np.ndarray:
         else:
             acc = x.reshape(x.shape[0], -1).astype(np.float64) @ q.weight.astype(np.float64).T
         acc = _wrap32(_wrap32(np.rint(acc)) + _per_channel(q.bias, acc.ndim))
+        if layer.leaky:  # max(a, sum of a >> k): the slope on the accumulator, rounding constant included
+            acc = np.maximum(acc, _wrap32(sum(acc >> k for k in layer.leaky)))
         return np.clip(acc >> _per_channel(q.shift, acc.ndim), q.low, q.high)
     if q.kind == "maxpool":
         return windows(x, layer.size, layer.stride, layer.pad, -128).max(axis=-1)
