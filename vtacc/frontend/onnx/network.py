@@ -72,6 +72,8 @@ class Network:
     constants: dict[str, np.ndarray] = field(default_factory=dict)  # the constants host nodes read
     opset: int = 13
     names: dict[str, str] = field(default_factory=dict)  # model output -> the tensor that holds it
+    aliases: dict[str, str] = field(default_factory=dict)  # a renamed ONNX tensor -> the tensor holding it
+    ops: dict[str, str] = field(default_factory=dict)  # ONNX node name -> its operator type
 
     @property
     def output(self) -> str:
@@ -184,7 +186,9 @@ class _Lowering:
         used = {t for layer in self.on_host() for t in layer.node.inputs if t in self.consts}
         return Network(self.g.name, self.layers, self.g.inputs[0], outs, shapes, self.hints,
                        {t: self.consts[t] for t in sorted(used)}, self.g.opset,
-                       dict(zip(self.g.outputs, outs, strict=True)))
+                       dict(zip(self.g.outputs, outs, strict=True)),
+                       {t: self.canon(t) for t in self.alias if t not in self.consts},
+                       {n.name: n.op for n in self.g.nodes})
 
     def rename_tensor(self, old: str, new: str) -> None:
         """Call the tensor ``old`` by the model's name ``new`` everywhere (model outputs keep their names)."""
