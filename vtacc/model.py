@@ -14,6 +14,7 @@ from vtacc.frontend.onnx.emit_vk import emit_vk, program_names
 from vtacc.frontend.onnx.partition import host_step, net_tensors
 from vtasim.timing.profile import Profile
 from vtasm.config import VTAConfig
+from vtasm.errors import CompileError, ModelError
 from vtasm.formats.network import NetworkFile, Step, VtaStep
 
 from .compiler import Compiled
@@ -59,7 +60,10 @@ def compile_imported(imported: Imported, cfg: VTAConfig, profile: Profile | None
         else:
             source, params = emit_vk(qnet, part)
             name = Path(vk_name).with_suffix(f".launch{len(launches) + 1}.vk").name if n_vta > 1 else vk_name
-        compiled = compile_file(check_source(source, name), cfg, "main", profile, params=params)
+        try:
+            compiled = compile_file(check_source(source, name), cfg, "main", profile, params=params)
+        except CompileError as exc:
+            raise ModelError(_at_node(exc, source, qnet)) from None
         launches.append(compiled)
         names = program_names(qnet, part)
         steps.append(VtaStep(f"vta{len(launches)}", compiled.program, {t: names[t] for t in part.inputs},
@@ -68,6 +72,25 @@ def compile_imported(imported: Imported, cfg: VTAConfig, profile: Profile | None
     network = NetworkFile(net.name, net.opset, [net.input], list(net.outputs), net_tensors(qnet, imported.parts),
                           steps, {k: np.asarray(v) for k, v in net.constants.items()})
     return CompiledModel(imported, launches, network, vk_name)
+
+
+def _at_node(exc: CompileError, source: str, qnet) -> str:
+    """A compile error of generated kernel language, told at the ONNX node(s) of the layer it is in."""
+    net = qnet.network
+    if exc.span is None:
+        return f"{net.name}: VTA cannot compile it: {exc.message}"
+    lines = source.splitlines()[: exc.span.line]
+    kernel = next((ln.split()[1].split("(")[0] for ln in reversed(lines) if ln.startswith("kernel ")), "main")
+    if kernel == "main":  # a call in main: the layer it calls, or the concatenation it writes
+        text = lines[-1].strip() if lines else ""
+        call = text.split("=", 1)[-1].strip().split("(")[0]
+        kernel = call if call != "concat" else text.split("=", 1)[0].strip()
+    layer = next((q.layer for q in qnet.layers if q.layer.name == kernel or
+                  kernel.endswith(q.layer.name)), None)
+    if layer is None:
+        return f"{net.name}: VTA cannot compile it: {exc.message}"
+    nodes = ", ".join(f"node '{n}' ({net.ops.get(n, '?')})" for n in layer.sources)
+    return f"{net.name}: {nodes}: VTA cannot compile it: {exc.message}"
 
 
 def compile_model(path: str | Path, cfg: VTAConfig, calibration: str | Path | np.ndarray | None = None,

@@ -164,10 +164,11 @@ def _is_network(path: str) -> bool:
 def _refuse_for_network(dram_dumps, out_dir, trace_format, trace_source, timeline) -> None:
     asked = [name for name, given in (("--dump-dram", dram_dumps), ("--out-dir", out_dir),
                                       ("--trace-format", trace_format), ("--trace-source", trace_source),
-                                      ("--timeline", timeline)) if given]
+                                      ("--timeline FILE.json", timeline and not timeline.lower().endswith(".png")))
+             if given]
     if asked:
         raise UsageError(f"{', '.join(asked)}: not available for a network file (VTA launches with host steps); "
-                         "--trace, --timing, --profile, --lint and --check-races are")
+                         "--trace, --timing, --timeline FILE.png, --profile, --lint and --check-races are")
 
 
 def _run_network(path: str, request, profile: bool, opts, trace_file: str | None) -> None:
@@ -197,6 +198,12 @@ def _run_network(path: str, request, profile: bool, opts, trace_file: str | None
             for r in report.runs[0].records]}, indent=1, separators=(",", ":")))
     if request.profile is not None:
         click.echo(timing_text(net, request.profile, report.runs), nl=False)
+    if request.timeline is not None:
+        from .network_cli import step_times
+        from .timing.steps_chart import draw_steps
+
+        draw_steps(step_times(net, request.profile, report.runs), request.timeline,
+                   f"{Path(path).name} on {request.profile.name}")
     launches = sum(r.result is not None for r in report.runs[0].records)
     hosts = len(report.runs[0].records) - launches
     wrote = f"; wrote {', '.join(str(p) for p in report.written)}" if report.written else ""

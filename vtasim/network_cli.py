@@ -210,29 +210,39 @@ class _Observers:
                 for r in checker.report()]
 
 
-def timing_text(net: NetworkFile, profile, runs: list[NetworkRun] | None) -> str:
-    """Each step's time: VTA launches from the timing model, host steps as measured on this machine."""
+def step_times(net: NetworkFile, profile, runs: list[NetworkRun] | None) -> list:
+    """Each step's seconds: VTA launches from the timing model, host steps as measured (median over runs)."""
     from .timing.run import time_program
+    from .timing.steps_chart import StepTime
 
-    lines, vta_s, host_s = [], 0.0, 0.0
-    vta = sum(isinstance(s, VtaStep) for s in net.steps)
-    host = len(net.steps) - vta
-    lines.append(f"timing ({profile.name}): {vta} VTA launch{'es' if vta != 1 else ''}, {host} host "
-                 f"step{'s' if host != 1 else ''}")
+    times = []
     for k, step in enumerate(net.steps):
         if isinstance(step, VtaStep):
             cycles = time_program(step.program, profile, record=False).report.cycles
-            seconds = cycles / (profile.clock_mhz * 1e6)
-            vta_s += seconds
-            lines.append(f"  step {k + 1:<3} VTA  {step.name:<12} {cycles:>14,} cycles = {seconds * 1e3:10.3f} ms "
-                         f"at {profile.clock_mhz:g} MHz (timing model)")
+            times.append(StepTime("vta", step.name, f"{cycles:,} cycles", cycles / (profile.clock_mhz * 1e6)))
         else:
             measured = [r.records[k].seconds for r in runs] if runs else []
-            seconds = float(np.median(measured)) if measured else 0.0
-            host_s += seconds
             ops = ", ".join(n.op for n in step.nodes)
-            shown = f"{seconds * 1e3:10.3f} ms measured on this CPU" if measured else "not run (--timing-only)"
-            lines.append(f"  step {k + 1:<3} host {step.name:<12} {ops[:40]:<40} {shown}")
+            times.append(StepTime("host", step.name, ops, float(np.median(measured)) if measured else 0.0))
+    return times
+
+
+def timing_text(net: NetworkFile, profile, runs: list[NetworkRun] | None) -> str:
+    """Each step's time: VTA launches from the timing model, host steps as measured on this machine."""
+    times = step_times(net, profile, runs)
+    vta = sum(t.kind == "vta" for t in times)
+    host = len(times) - vta
+    lines = [f"timing ({profile.name}): {vta} VTA launch{'es' if vta != 1 else ''}, {host} host "
+             f"step{'s' if host != 1 else ''}"]
+    for k, t in enumerate(times):
+        if t.kind == "vta":
+            lines.append(f"  step {k + 1:<3} VTA  {t.name:<12} {t.what:>22} = {t.seconds * 1e3:10.3f} ms "
+                         f"at {profile.clock_mhz:g} MHz (timing model)")
+        else:
+            shown = f"{t.seconds * 1e3:10.3f} ms measured on this CPU" if runs else "not run (--timing-only)"
+            lines.append(f"  step {k + 1:<3} host {t.name:<12} {t.what[:40]:<40} {shown}")
+    vta_s = sum(t.seconds for t in times if t.kind == "vta")
+    host_s = sum(t.seconds for t in times if t.kind == "host")
     lines.append(f"  total: VTA {vta_s * 1e3:.3f} ms (model) + host {host_s * 1e3:.3f} ms (measured) = "
                  f"{(vta_s + host_s) * 1e3:.3f} ms per run")
     return "\n".join(lines) + "\n"

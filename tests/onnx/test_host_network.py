@@ -85,7 +85,8 @@ def test_vtasim_runs_the_network_file_from_float_input(tmp_path):
     np.save(tmp_path / "x.npy", x)
     r = tool("vtasim", "run", tmp_path / "net.vbin", "--input", "x=" + str(tmp_path / "x.npy"), "--output",
              "prob=" + str(tmp_path / "p.npy"), "--output", "logits=" + str(tmp_path / "l.npy"), "--timing",
-             "--trace-file", str(tmp_path / "t.txt"), "--lint", cwd=tmp_path)
+             "--trace-file", str(tmp_path / "t.txt"), "--lint", "--timeline", str(tmp_path / "steps.png"),
+             cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     net = load_network(tmp_path / "net.vbin")
     model = compile_model(path, default_config(), cal)
@@ -97,6 +98,7 @@ def test_vtasim_runs_the_network_file_from_float_input(tmp_path):
     trace = (tmp_path / "t.txt").read_text()
     assert "VTA launch 'vta1'" in trace and "host step 'host2': LRN 'norm1'" in trace
     assert "0 lint warnings" in r.stderr
+    assert (tmp_path / "steps.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_network_file_round_trip_and_damage(tmp_path):
