@@ -30,6 +30,16 @@ demo: $(STAMP) bytecode
 	$(BIN)/python examples/digits/run.py out/digits
 	@echo "-- the network as kernel language: out/digits/digits.vk (weights: out/digits/digits.npz)"
 	@echo
+	@echo "== 1b. GoogLeNet as a caffe2 export writes it (random weights, 64x64): VTA launches with host steps =="
+	$(BIN)/python examples/zoo/build.py googlenet out/zoo/googlenet.onnx --size 64
+	@$(BIN)/python -c "import numpy as n; r = n.random.default_rng(0); n.save('out/zoo/cal.npy', r.normal(0, 1, (8, 3, 64, 64)).astype('f4')); n.save('out/zoo/image.npy', r.normal(0, 1, (1, 3, 64, 64)).astype('f4'))"
+	$(BIN)/vtacc out/zoo/googlenet.onnx --calibrate out/zoo/cal.npy -o out/zoo/googlenet.vbin 2> out/zoo/report.txt
+	@echo "-- the import report's end (all of it: out/zoo/report.txt)"; tail -n 4 out/zoo/report.txt
+	$(BIN)/vtasim run out/zoo/googlenet.vbin --input data_0=out/zoo/image.npy --output prob_1=out/zoo/prob.npy \
+		--timing --timeline out/zoo/googlenet_steps.png
+	@echo "-- float probabilities: out/zoo/prob.npy; the steps as a picture: out/zoo/googlenet_steps.png"
+	@echo "-- all nine model-zoo networks, checked against numpy and onnxruntime: python examples/zoo/run.py --all"
+	@echo
 	@echo "== 2. ResNet-18 layer C8 with the conv_opt schedule: kernel -> assembly -> binary -> run =="
 	$(BIN)/vtacc examples/resnet_c8.vk --explain -o out/resnet_c8.vasm
 	$(BIN)/vtasm assemble out/resnet_c8.vasm -o out/resnet_c8.vbin

@@ -20,6 +20,9 @@ EMITS = ("asm", "checked", "schedule", "ir", "dump", "vk")
 @click.argument("source", type=click.Path(dir_okay=False))
 @click.option("--calibrate", type=click.Path(dir_okay=False), default=None, metavar="DATA.npy",
               help="ONNX models: calibration inputs ([samples, ...input shape]) that set the int8 scales.")
+@click.option("--calibration-method", type=click.Choice(["mse", "max"]), default="mse", show_default=True,
+              help="ONNX models: each tensor's power-of-two scale has the least squared error over the "
+                   "calibration values (mse), or holds their largest magnitude (max).")
 @click.option("--input-shape", "input_shapes", multiple=True, metavar="NAME=D0,D1,...",
               help="ONNX models: fix the shape of input NAME (dimensions the model leaves open, e.g. a dynamic "
                    "batch: --input-shape data=1,3,224,224); repeat for several inputs.")
@@ -52,8 +55,8 @@ EMITS = ("asm", "checked", "schedule", "ir", "dump", "vk")
 @traceback_option
 @reports_errors
 @click.version_option(package_name="vta-toolchain")
-def compile_command(source: str, calibrate: str | None, input_shapes: tuple[str, ...], params: str | None,
-         output: str | None, kernel_name: str | None,
+def compile_command(source: str, calibrate: str | None, calibration_method: str, input_shapes: tuple[str, ...],
+         params: str | None, output: str | None, kernel_name: str | None,
          emit: str, explain: bool, timing: str | None, mem_latency: int | None, timing_sets: tuple[str, ...],
          roofline: str | None, roofline_threads: bool, config_path: str | None) -> None:
     """Compile SOURCE (a .vk kernel file or an .onnx model) for VTA.
@@ -88,7 +91,7 @@ def compile_command(source: str, calibrate: str | None, input_shapes: tuple[str,
         if kernel_name is not None or params is not None:
             raise UsageError("--kernel and --params are for .vk files; an ONNX model compiles as a whole")
         _compile_onnx(source, calibrate, parse_input_shapes(input_shapes), emit, output, explain, profile,
-                      config_path, roofline, roofline_threads)
+                      config_path, roofline, roofline_threads, calibration_method)
         return
     if emit == "vk":
         raise UsageError(f"--emit vk writes an ONNX model as kernel language; {source} is not an .onnx model")
@@ -143,7 +146,7 @@ def _finish(checked, compiled, cfg, kernel_name, profile, source: str, emit: str
 
 def _compile_onnx(source: str, calibrate: str | None, input_shapes: dict[str, tuple[int, ...]], emit: str,
                   output: str | None, explain: bool, profile, config_path: str | None, roofline: str | None,
-                  roofline_threads: bool) -> None:
+                  roofline_threads: bool, method: str = "mse") -> None:
     """Import an ONNX model; write it as kernel language (--emit vk), as a network file (-o NAME.vbin: the
     VTA launches, the host steps and the scales of the model's inputs and outputs), or show one stage of
     its program when VTA computes it whole."""
@@ -153,7 +156,7 @@ def _compile_onnx(source: str, calibrate: str | None, input_shapes: dict[str, tu
     from .model import compile_imported
 
     cfg = resolve_config(config_path)
-    imported = import_model(source, calibrate, input_shapes, cfg.block_out)
+    imported = import_model(source, calibrate, input_shapes, cfg.block_out, method)
     click.echo(imported.report(), nl=False, err=True)
     vk_name = Path(source).with_suffix(".vk").name
     wants_binary = bool(output) and Path(output).suffix.lower() == ".vbin"

@@ -95,8 +95,8 @@ def _at_node(exc: CompileError, source: str, qnet) -> str:
 
 def compile_model(path: str | Path, cfg: VTAConfig, calibration: str | Path | np.ndarray | None = None,
                   profile: Profile | None = None,
-                  input_shapes: dict[str, tuple[int, ...]] | None = None) -> CompiledModel:
-    """Import an ONNX model (quantised with ``calibration``, open input dimensions fixed by ``input_shapes``)
-    and compile it for ``cfg``."""
-    imported = import_model(path, calibration, input_shapes, cfg.block_out)
+                  input_shapes: dict[str, tuple[int, ...]] | None = None, method: str = "mse") -> CompiledModel:
+    """Import an ONNX model (quantised with ``calibration`` by ``method``, open input dimensions fixed by
+    ``input_shapes``) and compile it for ``cfg``."""
+    imported = import_model(path, calibration, input_shapes, cfg.block_out, method)
     return compile_imported(imported, cfg, profile, Path(path).with_suffix(".vk").name)

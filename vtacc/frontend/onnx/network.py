@@ -485,6 +485,26 @@ class _Lowering:
         out = node.outputs[0]
         self.add(Layer("gap", self.fresh(node.name), [node.name], [x], out, self.g.shapes[out]))
 
+    def op_ReduceMean(self, node: Node) -> None:
+        """The mean over height and width (torch's global pooling): a whole-image average; without
+        keepdims its [N, C] result is the flattened view of the [N, C, 1, 1] one."""
+        x = self.activation(node, node.inputs[0])
+        shape = self.g.shapes[x]
+        axes = node.attrs.get("axes")
+        if len(node.inputs) > 1 and node.inputs[1]:
+            axes = [int(v) for v in np.ravel(self.const(node, node.inputs[1], "axes"))]
+        if len(shape) != 4 or sorted(a % 4 for a in (axes or [])) != [2, 3]:
+            raise self.fail(node, f"a mean over axes {axes} of {list(shape)} (VTA averages whole NCHW images)")
+        out = node.outputs[0]
+        if node.attrs.get("keepdims", 1):
+            self.add(Layer("gap", self.fresh(node.name), [node.name], [x], out, self.g.shapes[out]))
+            return
+        pooled = f"{out}__pooled"
+        self.g.shapes[pooled] = shape[:2] + (1, 1)
+        self.add(Layer("gap", self.fresh(node.name), [node.name], [x], pooled, self.g.shapes[pooled]))
+        self.alias[out] = pooled
+        self.flat.add(pooled)
+
     def _dense(self, node: Node, x_name: str, w: np.ndarray, b: np.ndarray | None) -> None:
         x = self.activation(node, x_name, flat_ok=True)
         flat = x in self.flat
