@@ -12,6 +12,7 @@ import click
 from vtasm.cli_support import config_option, open_program, reports_errors, traceback_option
 from vtasm.errors import FormatError, SimFault, UsageError
 from vtasm.fileio import same_file
+from vtasm.formats.network import network_file
 
 from .faults import located
 from .io import check_writable, default_out_dir, parse_assignment, parse_dram_range
@@ -77,7 +78,7 @@ def run(program: str | None, config_path: str | None, inputs: tuple[str, ...], z
                              f"(vtasim run {timing} --timing) or write --timing=PROFILE")
         raise UsageError("missing argument PROGRAM (a .vbin file or a raw directory)")
     request = timing_request(timing, timing_only, mem_latency, timing_sets, timeline)
-    if _is_network(program):
+    if network_file(program):
         from .network_cli import NetworkOptions
 
         _refuse_for_network(dram_dumps, out_dir, trace_format, trace_source, timeline)
@@ -149,16 +150,6 @@ def run(program: str | None, config_path: str | None, inputs: tuple[str, ...], z
         click.echo(f"{len(report.races)} race(s) found", err=True)
         if report.races:
             sys.exit(EXIT_RACES)
-
-
-def _is_network(path: str) -> bool:
-    from vtasm.formats.network import MAGIC
-
-    p = Path(path)
-    if not p.is_file():
-        return False
-    with open(p, "rb") as f:
-        return f.read(len(MAGIC)) == MAGIC
 
 
 def _refuse_for_network(dram_dumps, out_dir, trace_format, trace_source, timeline) -> None:

@@ -14,7 +14,8 @@ def save_model(path: Path, nodes: list, inputs: list, outputs: list, initializer
     """Write a one-graph model (opset 13, plus any other ``opsets`` by domain) and return its path."""
     graph = helper.make_graph(nodes, "test", inputs, outputs,
                               [numpy_helper.from_array(v, k) for k, v in initializers.items()])
-    imports = [helper.make_opsetid("", 13)] + [helper.make_opsetid(d, v) for d, v in (opsets or {}).items()]
+    opsets = {"": 13, **(opsets or {})}
+    imports = [helper.make_opsetid(d, v) for d, v in opsets.items()]
     model = helper.make_model(graph, opset_imports=imports)
     model.ir_version = 8
     onnx.save(model, str(path))

@@ -124,3 +124,71 @@ def test_output_name_that_is_not_the_networks(tmp_path):
     r = tool("vtasim", "run", tmp_path / "net.vbin", "--input", "x=" + str(tmp_path / "x.npy"), "--output",
              "y=" + str(tmp_path / "y.npy"), cwd=tmp_path)
     assert r.returncode == 2 and "'logits', 'prob'" in r.stderr and not (tmp_path / "y.npy").exists()
+
+
+def test_the_other_tools_on_a_network_file(tmp_path):
+    path, _ = _model(tmp_path)
+    tool("vtacc", path, "--calibrate", tmp_path / "cal.npy", "-o", tmp_path / "net.vbin", cwd=tmp_path)
+    r = tool("vtasm", "dump", tmp_path / "net.vbin", cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout.count("VTA launch") == 3 and "host step 'host2': LRN 'norm1'" in r.stdout
+    assert r.stdout.count("There are") == 3
+    r = tool("vtasm", "disasm", tmp_path / "net.vbin", cwd=tmp_path)
+    assert r.returncode == 1 and "a network file" in r.stderr and "vtasim run" in r.stderr
+    r = tool("vtasim", "run", tmp_path / "net.vbin", "--timing-only", cwd=tmp_path)
+    assert r.returncode == 0 and "not run (--timing-only)" in r.stdout and r.stdout.count("timing model") == 3
+    r = tool("vtasim", "run", tmp_path / "net.vbin", "--dump-dram", "0:4:x.bin", cwd=tmp_path)
+    assert r.returncode == 2 and "--dump-dram" in r.stderr
+    r = tool("vtacc", path, "--calibrate", tmp_path / "cal.npy", "--explain", "-o", tmp_path / "n2.vbin",
+             cwd=tmp_path)
+    assert r.stdout.count("== step") == 6 and "host step 'host4': Sigmoid 'gate', Mul 'swish'" in r.stdout
+    r = tool("vtacc", path, "--calibrate", tmp_path / "cal.npy", "--emit", "vk", "-o", tmp_path / "n.vk",
+             cwd=tmp_path)
+    assert r.returncode == 2 and "host steps" in r.stderr and not (tmp_path / "n.vk").exists()
+
+
+def test_pad_before_a_conv_the_host_computes(tmp_path):
+    """The Pad joins a Conv's padding on VTA; before a dilated Conv (host) it runs on the host itself."""
+    n = helper.make_node
+    nodes = [n("Pad", ["x", "pads"], ["p"], name="pad"),
+             n("Conv", ["p", "w"], ["y"], name="dilated", kernel_shape=[3, 3], dilations=[2, 2])]
+    consts = {"pads": np.array([0, 0, 2, 2, 0, 0, 2, 2], np.int64), "w": _w(16, 3, 3, 3)}
+    path = save_model(tmp_path / "pad.onnx", nodes, [tensor("x", [1, 3, 8, 8])], [tensor("y", None)], consts)
+    cal = RNG.normal(0, 1, (8, 3, 8, 8)).astype(np.float32)
+    model = compile_model(path, default_config(), cal)
+    assert [layer.node.op for layer in model.imported.qnet.network.on_host] == ["Pad", "Conv"]
+    x = RNG.normal(0, 1, (1, 3, 8, 8)).astype(np.float32)
+    qnet = model.imported.qnet
+    got = api.run(model.network, x, int8=True)["y"]
+    assert np.array_equal(got, run_int8(qnet, qnet.quantise_input(x))["y"])
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    assert _sqnr(session.run(None, {"x": x})[0], dequantise(got, model.network.tensors["y"].exp)) > 30
+
+
+def test_mobilenet_v3_block_hard_swish_and_squeeze_excite(tmp_path):
+    """What the PaddlePaddle MobileNetV3 export stopped at: hard-swish (x * hard-sigmoid(x)) and
+    squeeze-excite (a tensor scaled by a per-channel gate): the products run on the host, the rest on VTA."""
+    n = helper.make_node
+    nodes = [n("Conv", ["x", "w1", "b1"], ["c1"], name="expand", kernel_shape=[1, 1]),
+             n("HardSwish", ["c1"], ["h1"], name="hswish"),
+             n("GlobalAveragePool", ["h1"], ["s"], name="squeeze"),
+             n("Conv", ["s", "w2", "b2"], ["s1"], name="se_reduce", kernel_shape=[1, 1]),
+             n("Relu", ["s1"], ["s2"], name="se_relu"),
+             n("Conv", ["s2", "w3", "b3"], ["s3"], name="se_expand", kernel_shape=[1, 1]),
+             n("HardSigmoid", ["s3"], ["gate"], name="se_gate", alpha=1 / 6, beta=0.5),
+             n("Mul", ["h1", "gate"], ["e"], name="excite"),
+             n("Conv", ["e", "w4", "b4"], ["y"], name="project", kernel_shape=[1, 1])]
+    consts = {"w1": _w(32, 16, 1, 1, scale=0.4), "b1": _w(32), "w2": _w(16, 32, 1, 1, scale=0.4), "b2": _w(16),
+              "w3": _w(32, 16, 1, 1, scale=0.4), "b3": _w(32), "w4": _w(16, 32, 1, 1, scale=0.3), "b4": _w(16)}
+    path = save_model(tmp_path / "mbv3.onnx", nodes, [tensor("x", [1, 16, 8, 8])], [tensor("y", None)], consts,
+                      opsets={"": 14})
+    cal = RNG.normal(0, 1, (16, 16, 8, 8)).astype(np.float32)
+    model = compile_model(path, default_config(), cal)
+    assert sorted(layer.node.op for layer in model.imported.qnet.network.on_host) == ["HardSwish", "Mul"]
+    x = RNG.normal(0, 1, (3, 16, 8, 8)).astype(np.float32)
+    qnet = model.imported.qnet
+    got = api.run(model.network, x, int8=True)["y"]
+    for k in range(3):
+        assert np.array_equal(got[k:k + 1], run_int8(qnet, qnet.quantise_input(x[k:k + 1]))["y"])
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    want = np.concatenate([session.run(None, {"x": x[k:k + 1]})[0] for k in range(3)])
+    assert _sqnr(want, dequantise(got, model.network.tensors["y"].exp)) > 20

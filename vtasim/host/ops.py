@@ -237,17 +237,53 @@ def _conv(xs, a, opset, shapes):
     groups = int(a.get("group", 1))
     out_hw = shapes[0][2:]
     cols = _patches(_pad2d(x, pads, 0.0), kernel, strides, dilations, out_hw, 0.0)
-    n, c = x.shape[:2]
+    n = x.shape[0]
     oc, icg = w.shape[:2]
     ocg = oc // groups
-    y = np.empty((n, oc) + tuple(out_hw), dtype=x.dtype)
-    for g in range(groups):
-        part = cols[:, g * icg:(g + 1) * icg]  # [N, icg, OH, OW, K]
-        weights = w[g * ocg:(g + 1) * ocg].reshape(ocg, icg, -1)
-        y[:, g * ocg:(g + 1) * ocg] = np.einsum("ock,nchwk->nohw", weights, part, optimize=True)
+    part = cols.reshape((n, groups, icg) + tuple(out_hw) + (-1,))  # every group in one product
+    weights = w.reshape(groups, ocg, icg, -1)
+    y = np.einsum("goik,ngihwk->ngohw", weights, part, optimize=True).reshape((n, oc) + tuple(out_hw))
     if len(xs) > 2 and xs[2] is not None:
         y += _f32(xs[2]).reshape(1, -1, 1, 1)
     return [y]
+
+
+@op("ConvTranspose")
+def _conv_transpose(xs, a, opset, shapes):
+    """Every input pixel times the kernel, added into the output at stride spacing, cropped by the pads."""
+    x, w = _f32(xs[0]), _f32(xs[1])
+    if w.ndim != 4:
+        raise ValueError(f"a {w.ndim - 2}-D transposed convolution (the host computes 2-D ones)")
+    n, c, h, wd = x.shape
+    groups = int(a.get("group", 1))
+    cg, mg, kh, kw = c // groups, w.shape[1], w.shape[2], w.shape[3]
+    sh, sw = a.get("strides", [1, 1])
+    dh, dw = a.get("dilations", [1, 1])
+    oh, ow = shapes[0][2:]
+    full_h, full_w = sh * (h - 1) + (kh - 1) * dh + 1, sw * (wd - 1) + (kw - 1) * dw + 1
+    pads = a.get("pads")
+    auto = a.get("auto_pad", "NOTSET")
+    if auto in ("SAME_UPPER", "SAME_LOWER") or pads is None:
+        extra_h, extra_w = max(0, full_h - oh), max(0, full_w - ow)
+        lower = auto == "SAME_LOWER"
+        top = extra_h - extra_h // 2 if lower else extra_h // 2
+        left = extra_w - extra_w // 2 if lower else extra_w // 2
+        if auto not in ("SAME_UPPER", "SAME_LOWER"):
+            top = left = 0
+    else:
+        top, left = pads[0], pads[1]
+    full = np.zeros((n, mg * groups, max(full_h, top + oh), max(full_w, left + ow)), dtype=x.dtype)
+    for g in range(groups):
+        xg = x[:, g * cg:(g + 1) * cg]
+        for i in range(kh):
+            for j in range(kw):
+                part = np.einsum("nchw,cm->nmhw", xg, w[g * cg:(g + 1) * cg, :, i, j], optimize=True)
+                full[:, g * mg:(g + 1) * mg, i * dh:i * dh + sh * (h - 1) + 1:sh,
+                     j * dw:j * dw + sw * (wd - 1) + 1:sw] += part
+    y = full[:, :, top:top + oh, left:left + ow]
+    if len(xs) > 2 and xs[2] is not None:
+        y = y + _f32(xs[2]).reshape(1, -1, 1, 1)
+    return [np.ascontiguousarray(y)]
 
 
 @op("MaxPool")

@@ -209,6 +209,15 @@ def is_network(data: bytes) -> bool:
     return bytes(data[: len(MAGIC)]) == MAGIC
 
 
+def network_file(path: str | Path) -> bool:
+    """Whether ``path`` is a file that starts with the network file's magic."""
+    p = Path(path)
+    if not p.is_file():
+        return False
+    with open(p, "rb") as f:
+        return f.read(len(MAGIC)) == MAGIC
+
+
 def load_network(path: str | Path) -> NetworkFile:
     """Read and check a network file."""
     return read_network(read_mapped(path, "network file"), str(path))

@@ -27,6 +27,7 @@ from vtasm.program import DumpRange, Program, Segment, TensorInfo, first_overlap
 
 from .jsonfields import get_int, get_list, get_object, get_str, parse_json
 from .meta import SegmentEntry, _tensor_entry, _tensors
+from .network import is_network
 from .vbin import check_config_matches, config_difference, is_vbin, read_vbin
 
 LAYOUT = "layout.json"
@@ -282,6 +283,9 @@ def load_program(path: str | Path, cfg: VTAConfig | None = None, fallback: VTACo
     if p.is_dir():
         return import_raw(p, cfg, fallback)
     data = read_mapped(p, "program")
+    if is_network(data):
+        raise FormatError(f"{p}: a network file (VTA launches with host steps between them), not one program; "
+                          f"vtasim run {p} runs it, vtasm dump {p} lists its launches")
     if not is_vbin(data):
         raise FormatError(f"{p}: not a .vbin file (bad magic) nor a raw directory{_next_step(p)}")
     program = read_vbin(data, str(p), lazy_source_map)

@@ -61,11 +61,14 @@ def _float_layer(layer: Layer, ins: list[np.ndarray]) -> np.ndarray:
     return x  # clip: the bounds are applied by the caller
 
 
-def batches(net: Network, data: np.ndarray, samples: int = 16):
+def batches(net: Network, data: np.ndarray, budget: int = 256 << 20):
     """``data`` in pieces the float network runs on: one model batch when host nodes need its static shapes,
-    else up to ``samples`` inputs, so memory stays bounded however many calibration inputs there are."""
-    step = net.shapes[net.input][0]
+    else as many inputs as keep every float64 tensor of a piece within ``budget`` bytes (at most 16), so
+    memory stays bounded however many calibration inputs there are."""
+    batch = net.shapes[net.input][0]
+    step = batch
     if not net.on_host:
-        step *= max(1, samples // step)
-    for start in range(0, len(data) - len(data) % net.shapes[net.input][0], step):
+        per_input = 8 * sum(int(np.prod(net.shapes[t])) for layer in net.layers for t in layer.outputs if t) / batch
+        step = batch * max(1, min(16 // batch, int(budget // max(per_input * batch, 1))))
+    for start in range(0, len(data) - len(data) % batch, step):
         yield data[start:start + step]

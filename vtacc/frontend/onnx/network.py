@@ -80,22 +80,6 @@ class Network:
         return self.outputs[0]
 
     @property
-    def rename_tensor(self, old: str, new: str) -> None:
-        """Call the tensor ``old`` by the model's name ``new`` everywhere (model outputs keep their names)."""
-        def swap(names: list[str]) -> list[str]:
-            return [new if t == old else t for t in names]
-
-        for layer in self.layers:
-            layer.inputs, layer.output = swap(layer.inputs), new if layer.output == old else layer.output
-            if layer.node is not None:
-                layer.node.inputs, layer.node.outputs = swap(layer.node.inputs), swap(layer.node.outputs)
-        self.by_output[new] = self.by_output.pop(old)
-        self.g.shapes[new] = self.g.shapes[old]
-        if old in self.flat:
-            self.flat.add(new)
-        if old in self.hints:
-            self.hints[new] = self.hints.pop(old)
-
     def on_host(self) -> list[Layer]:
         return [layer for layer in self.layers if layer.kind == "host"]
 
@@ -115,6 +99,7 @@ class _Lowering:
         self.hints: dict[str, float] = {}
         self.names: set[str] = set()
         self.consts = dict(graph.constants)
+        self.pending: dict[str, tuple[Node, str, list[int]]] = {}  # a Pad's output -> (Pad, input, pads)
 
     def fail(self, node: Node, message: str) -> NotOnVta:
         return NotOnVta(f"{node.where(self.g.name)}: {message}")
@@ -211,6 +196,10 @@ class _Lowering:
 
     def host(self, node: Node, reason: str) -> None:
         """The node as a host layer: it reads the tensors its inputs alias, in the shapes the model gives them."""
+        for t in node.inputs:
+            if t in self.pending:  # a Pad left for a Conv that runs here after all
+                pad = self.pending.pop(t)[0]
+                self.host(pad, "its Conv runs on the host")
         inputs = [self.canon(t) if t else "" for t in node.inputs]
         for t, original in zip(inputs, node.inputs, strict=True):
             if t and t not in self.consts and original in self.g.shapes:
@@ -301,8 +290,33 @@ class _Lowering:
         return scale, zero
 
     # -- layers ---------------------------------------------------------------------------------------------------
-    def op_Conv(self, node: Node) -> None:
+    def op_Pad(self, node: Node) -> None:
+        """Zero padding of height and width read only by convolutions: it joins their padding (done when
+        the Conv is lowered; a Conv that goes to the host gets the Pad as a host node before it)."""
         x = self.activation(node, node.inputs[0])
+        a = node.attrs
+        if self.g.opset < 11:
+            pads, value = list(a.get("pads", [])), float(a.get("value", 0.0))
+        else:
+            pads = [int(v) for v in np.ravel(self.const(node, node.inputs[1], "pads"))]
+            value = float(np.ravel(self.const(node, node.inputs[2], "value"))[0]) \
+                if len(node.inputs) > 2 and node.inputs[2] else 0.0
+            if len(node.inputs) > 3 and node.inputs[3]:
+                raise self.fail(node, "pads on chosen axes (opset 18's axes input)")
+        consumers = self.g.consumers(node.outputs[0])
+        if a.get("mode", "constant") != "constant" or value != 0 or len(pads) != 8 or any(
+                pads[i] for i in (0, 1, 4, 5)) or min(pads) < 0 or not consumers or \
+                any(c.op != "Conv" for c in consumers) or node.outputs[0] in self.g.outputs:
+            raise self.fail(node, "only zero padding of height and width that convolutions read joins their "
+                                  "padding")
+        self.pending[node.outputs[0]] = (node, x, [pads[2], pads[3], pads[6], pads[7]])
+
+    def op_Conv(self, node: Node) -> None:
+        extra = [0, 0, 0, 0]
+        if node.inputs[0] in self.pending:  # a Pad before it: one padding
+            _, x, extra = self.pending[node.inputs[0]]
+        else:
+            x = self.activation(node, node.inputs[0])
         w = self.const(node, node.inputs[1], "weight")
         b = self.const(node, node.inputs[2], "bias") if len(node.inputs) > 2 and node.inputs[2] else None
         a = node.attrs
@@ -310,17 +324,17 @@ class _Lowering:
             raise self.fail(node, "auto_pad is not supported; give explicit pads")
         if any(d != 1 for d in a.get("dilations", [1, 1])):
             raise self.fail(node, f"dilations {a['dilations']} are not supported (dilation 1 only)")
-        stride, pad = self._window(node, w.shape[2:])
+        stride, pad = self._window(node, w.shape[2:], extra)
         if w.shape[2] != w.shape[3]:
             raise self.fail(node, f"a {w.shape[2]}x{w.shape[3]} kernel is not square")
         out = node.outputs[0]
         self.add(Layer("conv", self.fresh(node.name), [node.name], [x], out, self.g.shapes[out], w,
                        b if b is not None else np.zeros(w.shape[0]), stride, pad, int(a.get("group", 1))))
 
-    def _window(self, node: Node, kernel) -> tuple[int, int]:
+    def _window(self, node: Node, kernel, extra=(0, 0, 0, 0)) -> tuple[int, int]:
         a = node.attrs
         strides = list(a.get("strides", [1] * len(kernel)))
-        pads = list(a.get("pads", [0] * 2 * len(kernel)))
+        pads = [p + e for p, e in zip(a.get("pads", [0] * 2 * len(kernel)), extra, strict=False)]
         if len(set(strides)) != 1:
             raise self.fail(node, f"strides {strides} differ between height and width")
         if len(set(pads)) != 1:
@@ -432,6 +446,15 @@ class _Lowering:
                                   "consumer")
         layer.alpha, layer.leaky = alpha, shifts
         self._rename(layer, node)
+
+    def op_HardSigmoid(self, node: Node) -> None:
+        """clip(alpha * x + beta, 0, 1): a per-channel affine step with its bounds fused."""
+        x = self.activation(node, node.inputs[0], flat_ok=True)
+        channels = self.g.shapes[x][1]
+        alpha, beta = float(node.attrs.get("alpha", 0.2)), float(node.attrs.get("beta", 0.5))
+        self._affine(node, node.inputs[0], np.full(channels, alpha), np.full(channels, beta))
+        layer = self.by_output[node.outputs[0]]
+        layer.low, layer.high = max(layer.low, 0.0), min(layer.high, 1.0)
 
     def op_Relu(self, node: Node) -> None:
         self._activation(node, 0.0, math.inf)
