@@ -384,8 +384,9 @@ BODY_ERRORS = [
     ("    y = max_pool(c, stride=2)", "3:9", "max_pool needs a window size, as in max_pool(x, 2)"),
     ("    y = sum_pool(c, 9)", "3:9", "sum_pool has no output: a 9x9 window does not fit the 8x8 input with pad=0"),
     ("    y = sum_pool(x, 2)", "3:18", "sum_pool needs x as [N, C, H, W], got int8[1, 1024]"),
-    ("    y = max_pool(c, 2, 2, 0, 1)", "3:30", "max_pool takes at most 4 positional arguments (x, size, stride, "
-     "pad), got 5"),
+    ("    y = max_pool(c, 2, 2, 0, 1, 1)", "3:33", "max_pool takes at most 5 positional arguments (x, size, stride, "
+     "pad, pad_end), got 6"),
+    ("    y = max_pool(c, 3, 2, 0, 3)", "3:30", "pad_end must be in 0..2, got 3"),
     (
         "    y = max_pool(c + 1, 2)",
         "3:18",

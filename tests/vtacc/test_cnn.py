@@ -81,12 +81,13 @@ def test_grouped_convolution():
     np.testing.assert_array_equal(result.outputs["y"], np.clip(conv_ref(x, w, 1, 1, 8) >> 8, 0, 127).astype(np.int8))
 
 
-def pool_ref(x: np.ndarray, k: int, s: int, p: int, kind: str) -> np.ndarray:
+def pool_ref(x: np.ndarray, k: int, s: int, p: int, kind: str, p_end: int | None = None) -> np.ndarray:
     n, c, h, w = x.shape
     fill = -128 if kind == "max" else 0
-    xp = np.full((n, c, h + 2 * p, w + 2 * p), fill, np.int64)
+    e = p if p_end is None else p_end
+    xp = np.full((n, c, h + p + e, w + p + e), fill, np.int64)
     xp[:, :, p:p + h, p:p + w] = x
-    oh, ow = (h + 2 * p - k) // s + 1, (w + 2 * p - k) // s + 1
+    oh, ow = (h + p + e - k) // s + 1, (w + p + e - k) // s + 1
     windows = [xp[:, :, i:i + s * oh:s, j:j + s * ow:s] for i in range(k) for j in range(k)]
     return np.max(windows, axis=0) if kind == "max" else np.sum(windows, axis=0)
 
@@ -102,6 +103,23 @@ def test_max_pooling(size, stride, pad):
     result = run(src, {"x": x})
     assert result.races == []
     np.testing.assert_array_equal(result.outputs["y"], pool_ref(x, size, stride, pad, "max").astype(np.int8))
+
+
+@pytest.mark.parametrize("size,stride,pad,pad_end,kind", [(3, 2, 0, 1, "max"), (3, 2, 0, 2, "max"),
+                                                          (2, 1, 0, 1, "max"), (3, 2, 1, 0, "max"),
+                                                          (2, 2, 0, 1, "sum")])
+def test_pooling_with_other_padding_at_the_end(size, stride, pad, pad_end, kind):
+    """Caffe's ceil-mode windows and darknet's [0, 0, 1, 1] pads: padding after the last row and column."""
+    rng = np.random.default_rng(size * 10 + pad_end)
+    x = rand8(rng, 1, 32, 13, 13)
+    oh = (13 + pad + pad_end - size) // stride + 1
+    src = f"""kernel p(x: int8[1, 32, 13, 13]) -> y: int8[1, 32, {oh}, {oh}] {{
+        y = {kind}_pool(x, {size}, stride={stride}, pad={pad}, pad_end={pad_end}) >> 2
+    }}"""
+    result = run(src, {"x": x})
+    assert result.races == []
+    want = (pool_ref(x, size, stride, pad, kind, pad_end) >> 2).astype(np.int8)
+    np.testing.assert_array_equal(result.outputs["y"], want)
 
 
 def test_average_pooling_is_sum_then_shift():

@@ -41,7 +41,7 @@ class Builtin:
     positional_options: bool = False  # options may also follow the operands positionally
 
 
-_POOL = Builtin(("x",), ("size", "stride", "pad"), True)
+_POOL = Builtin(("x",), ("size", "stride", "pad", "pad_end"), True)
 BUILTINS: dict[str, Builtin] = {
     "matmul": Builtin(("x", "w")),
     "dense": Builtin(("x", "w")),
@@ -315,17 +315,18 @@ class BuiltinRules:
         size = self.option(opts, "size", 0, 1)
         stride = self.option(opts, "stride", size or 1, 1)
         pad = self.option(opts, "pad", 0, 0, (size or 1) - 1)
-        if None in (x, size, stride, pad):
+        pad_end = self.option(opts, "pad_end", pad or 0, 0, (size or 1) - 1)  # after the last row and column
+        if None in (x, size, stride, pad, pad_end):
             return None
         text = st.unparse(ops[0][1].value)
         if len(x.shape) != 4:
             self.error(f"{f} needs {text} as [N, C, H, W], got {type_text(x)}", ops[0][1].value.span)
             return None
         n, c, h, w = x.shape
-        oh, ow = (h + 2 * pad - size) // stride + 1, (w + 2 * pad - size) // stride + 1
+        oh, ow = (h + pad + pad_end - size) // stride + 1, (w + pad + pad_end - size) // stride + 1
         if oh < 1 or ow < 1:
-            self.error(f"{f} has no output: a {size}x{size} window does not fit the {h}x{w} input with pad={pad}",
-                       e.name_span)
+            self.error(f"{f} has no output: a {size}x{size} window does not fit the {h}x{w} input with pad={pad}"
+                       + (f", pad_end={pad_end}" if pad_end != pad else ""), e.name_span)
             return None
         area = size * size
         if f == "avg_pool" and area & (area - 1):
@@ -334,7 +335,7 @@ class BuiltinRules:
             return None
         pad_value = (-128 if x.dtype == INT8 else -(2**31)) if f == "max_pool" else 0
         kind = "max" if f == "max_pool" else "sum"
-        node = Pool((n, c, oh, ow), INT32, e.span, kind, x, size, stride, pad, pad_value)
+        node = Pool((n, c, oh, ow), INT32, e.span, kind, x, size, stride, pad, pad_value, pad_end)
         if f == "avg_pool":
             return self.binary("shr", node, Const((), INT32, e.span, area.bit_length() - 1), e.span, e.name_span)
         return node

@@ -132,8 +132,9 @@ class Pool(Node):
     x: Node  # [N, C, H, W]
     size: int
     stride: int
-    pad: int
+    pad: int  # before the first row and column
     pad_value: int
+    pad_end: int  # after the last row and column (only the output's size depends on it)
 
 
 @dataclass(frozen=True, eq=False)

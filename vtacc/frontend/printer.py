@@ -91,7 +91,8 @@ def _expression(node: Node, names: dict[int, str], lines: list[str]) -> str:
     if isinstance(node, Conv2d):
         return f"conv2d({arg(node.x)}, {arg(node.w)}, stride={node.stride}, pad={node.pad}, groups={node.groups})"
     if isinstance(node, Pool):
-        return (f"{node.kind}_pool({arg(node.x)}, size={node.size}, stride={node.stride}, pad={node.pad}, "
+        end = f", pad_end={node.pad_end}" if node.pad_end != node.pad else ""
+        return (f"{node.kind}_pool({arg(node.x)}, size={node.size}, stride={node.stride}, pad={node.pad}{end}, "
                 f"pad_value={node.pad_value})")
     if isinstance(node, Concat):
         return f"concat({', '.join(arg(p) for p in node.parts)})"

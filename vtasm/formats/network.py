@@ -15,7 +15,6 @@ own magic, then a NETW chunk (canonical JSON), one PROG chunk per program
 from __future__ import annotations
 
 import math
-import struct
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,13 +26,10 @@ from vtasm.fileio import read_mapped, write_atomic
 from vtasm.program import Program
 
 from .jsonfields import get_int, get_list, get_object, get_str, parse_json
-from .vbin import canonical_json, read_vbin, write_vbin
+from .vbin import ALIGN, CHUNK_HEADER, HEADER, canonical_json, framed, read_vbin, write_vbin
 
 MAGIC = b"VTA\x00VNET"
 VERSION = 1
-HEADER = struct.Struct("<8sII")
-CHUNK_HEADER = struct.Struct("<4sIQ")
-ALIGN = 8
 EXP_LIMIT = 126  # scales 2**-126 .. 2**126: normal float32 numbers
 CONST_DTYPES = ("float32", "int64")
 
@@ -181,11 +177,7 @@ def write_network(net: NetworkFile) -> bytes:
             "tensors": [{"name": t.name, "shape": list(t.shape), "exp": t.exp} for t in net.tensors.values()],
             "constants": consts, "steps": steps}
     chunks = [("NETW", canonical_json(meta))] + [("PROG", p) for p in programs] + [("HOST", bytes(blob))]
-    out = [HEADER.pack(MAGIC, VERSION, len(chunks))]
-    for tag, payload in chunks:
-        out += [CHUNK_HEADER.pack(tag.encode("ascii"), zlib.crc32(payload), len(payload)), payload,
-                bytes(-len(payload) % ALIGN)]
-    return b"".join(out)
+    return framed(MAGIC, VERSION, chunks)
 
 
 def _node_json(node: HostNode) -> dict:
@@ -195,12 +187,8 @@ def _node_json(node: HostNode) -> dict:
 
 
 def save_network(net: NetworkFile, path: str | Path) -> None:
-    """Write the network file atomically."""
-    data = write_network(net)
-    try:
-        write_atomic(path, data)
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    """Write the network file atomically (FormatError when it cannot be written)."""
+    write_atomic(path, write_network(net))
 
 
 # -- reading -------------------------------------------------------------------------------------------------------

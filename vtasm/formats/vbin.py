@@ -56,7 +56,12 @@ def write_vbin(program: Program) -> bytes:
         smap = smap_to_json(program.source_map)
         smap_from_json(smap, len(program.instructions), "cannot write .vbin: SMAP")
         chunks.append(("SMAP", canonical_json(smap)))
-    out = [HEADER.pack(MAGIC, VERSION, len(chunks))]
+    return framed(MAGIC, VERSION, chunks)
+
+
+def framed(magic: bytes, version: int, chunks: list[tuple[str, bytes]]) -> bytes:
+    """The header and the chunks, each with its tag, CRC-32, length and zero padding to 8 bytes."""
+    out = [HEADER.pack(magic, version, len(chunks))]
     for tag, payload in chunks:
         out.append(CHUNK_HEADER.pack(tag.encode("ascii"), zlib.crc32(payload), len(payload)))
         out.append(payload)

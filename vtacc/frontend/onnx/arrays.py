@@ -29,11 +29,13 @@ def conv2d(x: np.ndarray, w: np.ndarray, stride: int, pad: int, groups: int) -> 
     return np.einsum("gok,ngkp->ngop", weights, part, optimize=True).reshape(n, oc, oh, ow)
 
 
-def windows(x: np.ndarray, size: int, stride: int, pad: int, fill: float) -> np.ndarray:
-    """[N, C, OH, OW, size*size]: every pooling window, padding filled with ``fill``."""
+def windows(x: np.ndarray, size: int, stride: int, pad: int, fill: float, pad_end: int | None = None) -> np.ndarray:
+    """[N, C, OH, OW, size*size]: every pooling window, padding (``pad`` before, ``pad_end`` after, default
+    ``pad``) filled with ``fill``."""
     n, c, h, w = x.shape
-    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)), constant_values=fill)
-    oh, ow = (h + 2 * pad - size) // stride + 1, (w + 2 * pad - size) // stride + 1
+    end = pad if pad_end is None else pad_end
+    xp = np.pad(x, ((0, 0), (0, 0), (pad, end), (pad, end)), constant_values=fill)
+    oh, ow = (h + pad + end - size) // stride + 1, (w + pad + end - size) // stride + 1
     out = np.empty((n, c, oh, ow, size * size), dtype=xp.dtype)
     for i in range(size):
         for j in range(size):

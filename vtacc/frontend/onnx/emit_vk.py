@@ -56,6 +56,7 @@ def _kernel(q: QLayer, qnet: QuantisedNetwork, shapes: dict) -> tuple[str, list[
     layer = q.layer
     out = _type("int8", layer.shape)
     before = ""
+    end = f", pad_end={layer.pad_end}" if layer.pad_end != layer.pad else ""
     params: list[tuple[str, str, np.ndarray]] = []
     xs = [f"x{i}" if len(layer.inputs) > 1 else "x" for i in range(len(layer.inputs))]
     decls = [f"{n}: {_type('int8', shapes[t])}" for n, t in zip(xs, layer.inputs, strict=True)]
@@ -77,9 +78,9 @@ def _kernel(q: QLayer, qnet: QuantisedNetwork, shapes: dict) -> tuple[str, list[
         body += f" >> {shift}" if shift != "0" else ""
         expr = _clip(body, q)
     elif q.kind == "maxpool":
-        expr = f"max_pool(x, {layer.size}, stride={layer.stride}, pad={layer.pad})"
+        expr = f"max_pool(x, {layer.size}, stride={layer.stride}, pad={layer.pad}{end})"
     elif q.kind == "avgpool":
-        expr = f"avg_pool(x, {layer.size}, stride={layer.stride}, pad={layer.pad})"
+        expr = f"avg_pool(x, {layer.size}, stride={layer.stride}, pad={layer.pad}{end})"
     elif q.kind == "gap":
         expr = "global_avg_pool(x)"
     elif q.kind == "add":

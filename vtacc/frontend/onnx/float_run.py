@@ -49,9 +49,9 @@ def _float_layer(layer: Layer, ins: list[np.ndarray]) -> np.ndarray:
     if layer.kind == "dense":
         return x.reshape(x.shape[0], -1) @ layer.weight.T + layer.bias
     if layer.kind == "maxpool":
-        return windows(x, layer.size, layer.stride, layer.pad, -np.inf).max(axis=-1)
+        return windows(x, layer.size, layer.stride, layer.pad, -np.inf, layer.pad_end).max(axis=-1)
     if layer.kind == "avgpool":
-        return windows(x, layer.size, layer.stride, layer.pad, 0.0).mean(axis=-1)
+        return windows(x, layer.size, layer.stride, layer.pad, 0.0, layer.pad_end).mean(axis=-1)
     if layer.kind == "gap":
         return x.mean(axis=(2, 3), keepdims=True)
     if layer.kind == "add":

@@ -44,6 +44,7 @@ class Layer:
     pad: int = 0
     groups: int = 1
     size: int = 1  # pooling window
+    pad_end: int = 0  # pooling: padding after the last row and column (ceil_mode, darknet's [0, 0, 1, 1])
     flatten: bool = False  # dense: reads its 4-D input flattened
     low: float = -math.inf  # fused activation bounds (ReLU: 0)
     high: float = math.inf
@@ -468,32 +469,46 @@ class _Lowering:
         self._activation(node, low, high)
 
     def _pool(self, node: Node, kind: str) -> None:
+        """A square window with one stride and the same padding before the first row and column; what
+        follows the last (more padding, or ceil_mode's partial windows) only sets the output's size, and a
+        maximum ignores it (padding never wins). An average must be padded alike on every side."""
         x = self.activation(node, node.inputs[0])
         a = node.attrs
         kernel = list(a["kernel_shape"])
         if len(set(kernel)) != 1:
             raise self.fail(node, f"a {kernel} window is not square")
-        if a.get("ceil_mode", 0):
-            raise self.fail(node, "ceil_mode=1 is not supported")
         if any(d != 1 for d in a.get("dilations", [1, 1])):
             raise self.fail(node, "dilated pooling is not supported")
-        stride, pad = self._window(node, kernel)
-        size = kernel[0]
+        if a.get("auto_pad", "NOTSET") not in ("NOTSET", b"NOTSET"):
+            raise self.fail(node, "auto_pad is not supported; give explicit pads")
+        strides = list(a.get("strides", [1, 1]))
+        pads = list(a.get("pads", [0, 0, 0, 0]))
+        if len(set(strides)) != 1:
+            raise self.fail(node, f"strides {strides} differ between height and width")
+        stride, pad, size = int(strides[0]), int(pads[0]), kernel[0]
         out = node.outputs[0]
         h, w = self.g.shapes[x][2:]
+        oh, ow = self.g.shapes[out][2:]
+        pad_end = (oh - 1) * stride + size - h - pad
+        if pads[1] != pad or (ow - 1) * stride + size - w - pad != pad_end:
+            raise self.fail(node, f"pads {pads} differ between height and width")
         if kind == "avgpool":
-            if size == h == w and pad == 0:
+            if size == h == w and pad == 0 and pad_end == 0:
                 self.add(Layer("gap", self.fresh(node.name), [node.name], [x], out, self.g.shapes[out]))
                 return
             if size * size & (size * size - 1):
                 raise self.fail(node, f"a {size}x{size} average divides by {size * size}, not a power of two "
                                       "(VTA has no divider); only whole-image averages take any size")
+            if pad_end != pad or len(set(pads)) != 1:
+                raise self.fail(node, f"an average padded {pads}{' in ceil_mode' if a.get('ceil_mode') else ''} "
+                                      "(VTA divides every window by its whole area)")
             if pad and not a.get("count_include_pad", 0):
                 raise self.fail(node, "padded averages need count_include_pad=1 (VTA divides by the whole window)")
-        if pad >= size:
-            raise self.fail(node, f"padding {pad} must be smaller than the {size}x{size} window")
+        if not (0 <= pad < size and 0 <= pad_end < size):
+            raise self.fail(node, f"padding {pad} before and {pad_end} after must be smaller than the "
+                                  f"{size}x{size} window")
         self.add(Layer(kind, self.fresh(node.name), [node.name], [x], out, self.g.shapes[out], stride=stride,
-                       pad=pad, size=size))
+                       pad=pad, size=size, pad_end=pad_end))
 
     def op_MaxPool(self, node: Node) -> None:
         if len(node.outputs) > 1 and node.outputs[1]:

@@ -61,10 +61,10 @@ def _layer(q: QLayer, ins: list[np.ndarray]) -> np.ndarray:
             acc = np.maximum(acc, _wrap32(sum(acc >> k for k in layer.leaky)))
         return np.clip(acc >> _per_channel(q.shift, acc.ndim), q.low, q.high)
     if q.kind == "maxpool":
-        return windows(x, layer.size, layer.stride, layer.pad, -128).max(axis=-1)
+        return windows(x, layer.size, layer.stride, layer.pad, -128, layer.pad_end).max(axis=-1)
     if q.kind == "avgpool":
         area = layer.size * layer.size
-        return windows(x, layer.size, layer.stride, layer.pad, 0).sum(axis=-1) >> (area.bit_length() - 1)
+        return windows(x, layer.size, layer.stride, layer.pad, 0, layer.pad_end).sum(axis=-1) >> (area.bit_length() - 1)
     if q.kind == "gap":
         multiplier, shift = average_multiplier(x.shape[2] * x.shape[3])
         return _wrap32(x.sum(axis=(2, 3), keepdims=True) * multiplier) >> shift
