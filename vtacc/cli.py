@@ -192,6 +192,9 @@ def _explain_network(model) -> None:
         else:
             ops = ", ".join(f"{n.op} '{n.name}'" for n in step.nodes)
             click.echo(f"== step {k + 1}: host step '{step.name}': {ops} ==")
+    from .placement import step_figures, summary
+
+    click.echo(summary(step_figures(model), model.compiled.profile.name if model.launches else "-"), nl=False)
 
 
 def _write_vk(imported, output: str | None, source: str) -> None:

@@ -93,6 +93,7 @@ def _logits(model: onnx.ModelProto) -> dict[str, str]:
 def run_network(name: str, size: int, out: Path, samples: int = 8, tests: int = 2) -> Result:
     """Build, compile, run and check one network; the files go to ``out``."""
     from vtacc.frontend.onnx import import_model
+    from vtacc.frontend.onnx.network import layer_macs
     from vtacc.frontend.onnx.reference import run_int8
     from vtasim.host.quant import dequantise
     from vtasim.timing.profile import resolve_profile
@@ -140,11 +141,11 @@ def run_network(name: str, size: int, out: Path, samples: int = 8, tests: int = 
             vta_ops[op] = vta_ops.get(op, 0) + 1
         if layer.kind == "host":
             host_ops[layer.node.op] = host_ops.get(layer.node.op, 0) + 1
-    cycles, macs = {}, 0
+    cycles = {}
     for profile in PROFILES:
         reports = [time_program(p, resolve_profile(profile, None, ()), record=False).report for p in net.programs]
         cycles[profile] = sum(r.cycles for r in reports)
-        macs = sum(r.macs for r in reports)
+    macs = sum(layer_macs(q.layer) for q in qnet.layers if q.kind != "host")
     return Result(name, size, vta_ops, host_ops, macs, cycles, compile_s, run_s, exact, sqnr)
 
 

@@ -115,3 +115,16 @@ def test_every_registered_operator_is_named_as_onnx_names_it():
     from onnx import defs
 
     assert sorted(k for k in OPS if not defs.has(k)) == []
+
+
+def test_macs_of_host_nodes_counted_by_hand():
+    from vtasim.host.step import node_macs
+    from vtasm.formats.network import HostNode
+
+    conv = HostNode("Conv", "c", ["x", "w"], ["y"], {"group": 2}, [(1, 6, 9, 11), (4, 3, 3, 2)], [(1, 4, 5, 11)])
+    assert node_macs(conv) == 1 * 4 * 5 * 11 * (3 * 3 * 2)
+    deconv = HostNode("ConvTranspose", "d", ["x", "w"], ["y"], {}, [(1, 6, 4, 4), (6, 2, 3, 3)], [(1, 2, 9, 9)])
+    assert node_macs(deconv) == 6 * 4 * 4 * (2 * 3 * 3)
+    gemm = HostNode("Gemm", "g", ["x", "w"], ["y"], {"transB": 1}, [(2, 5), (3, 5)], [(2, 3)])
+    assert node_macs(gemm) == 2 * 3 * 5
+    assert node_macs(HostNode("Softmax", "s", ["x"], ["y"], {}, [(1, 10)], [(1, 10)])) == 0

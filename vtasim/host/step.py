@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from vtasm.errors import FormatError
-from vtasm.formats.network import HostStep, NetTensor
+from vtasm.formats.network import HostNode, HostStep, NetTensor
 
 from .ops import OPS, run_op
 from .quant import dequantise, quantise
@@ -47,3 +49,16 @@ def run_host_step(step: HostStep, values: dict[str, np.ndarray], tensors: dict[s
                                   f"{list(y.shape)}, not {list(shape)}")
             env[t] = y
     return {t: quantise(env[t].reshape(tensors[t].shape), tensors[t].exp) for t in step.outputs}
+
+
+def node_macs(node: HostNode) -> int:
+    """Multiply-accumulates of one host node (0 for operators that do not multiply and accumulate)."""
+    out = node.out_shapes[0] if node.out_shapes else ()
+    x, w = (node.in_shapes + [None, None])[:2]
+    if node.op == "Conv" and w is not None:  # every output: IC/groups x KH x KW products
+        return math.prod(out) * math.prod(w[1:])
+    if node.op == "ConvTranspose" and x is not None and w is not None:  # every input: M/groups x KH x KW
+        return math.prod(x) * math.prod(w[1:])
+    if node.op in ("Gemm", "MatMul") and x is not None:
+        return math.prod(out) * (x[0] if node.attrs.get("transA") else x[-1])
+    return 0

@@ -22,7 +22,7 @@ from vtasm.fileio import read_npy
 from .accuracy import measure
 from .emit_vk import emit_vk, kernel_name
 from .graph import load_graph
-from .network import lower
+from .network import layer_macs, lower
 from .partition import Part, partition
 from .quantise import QuantisedNetwork, quantise
 
@@ -79,15 +79,18 @@ class Imported:
         """One line: how many VTA launches and host steps, and which operators the host computes."""
         vta = sum(p.kind == "vta" for p in self.parts)
         host = [p for p in self.parts if p.kind == "host"]
+        on_vta = sum(layer_macs(q.layer) for p in self.parts if p.kind == "vta" for q in p.layers)
+        on_host = sum(layer_macs(q.layer) for p in host for q in p.layers)
+        macs = f"; MACs: VTA {on_vta:,}" + (f", host {on_host:,}" if host else "")
         if not host:
-            return f"  runs on VTA whole: one launch of {len(self.parts[0].layers)} layers"
+            return f"  runs on VTA whole: one launch of {len(self.parts[0].layers)} layers{macs}"
         ops: dict[str, int] = {}
         for p in host:
             for q in p.layers:
                 ops[q.layer.node.op] = ops.get(q.layer.node.op, 0) + 1
         shown = ", ".join(f"{op} x{n}" if n > 1 else op for op, n in ops.items())
         return (f"  runs in {vta} VTA launch{'es' if vta != 1 else ''} and {len(host)} host "
-                f"step{'s' if len(host) != 1 else ''} (host: {shown})")
+                f"step{'s' if len(host) != 1 else ''} (host: {shown}){macs}")
 
 
 def read_calibration(path: str | Path, model: str, shape: tuple[int, ...]) -> np.ndarray:

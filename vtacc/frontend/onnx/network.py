@@ -20,7 +20,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vtasim.host.ops import OPS as HOST_OPS
+from vtasim.host.step import node_macs
 from vtasm.errors import ModelError
+from vtasm.formats.network import HostNode
 
 from .graph import Graph, Node
 
@@ -649,6 +651,19 @@ def _plain(value):
         return numpy_helper.to_array(value).tolist()
     except Exception:  # a graph attribute: no host operator takes one
         return None
+
+
+def layer_macs(layer: Layer) -> int:
+    """Multiply-accumulates of a layer: convolutions and dense layers on VTA, the same operators on the host."""
+    if layer.kind == "conv":
+        return math.prod(layer.shape) * math.prod(layer.weight.shape[1:])
+    if layer.kind == "dense":
+        return math.prod(layer.shape) * layer.weight.shape[1]
+    if layer.kind == "host" and layer.node.op in ("Conv", "ConvTranspose", "Gemm", "MatMul"):
+        node = layer.node
+        return node_macs(HostNode(node.op, node.name, node.inputs, node.outputs, node.attrs, layer.in_shapes,
+                                  [layer.shape]))
+    return 0
 
 
 def lower(graph: Graph, block: int = 16) -> Network:
