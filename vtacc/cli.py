@@ -70,6 +70,10 @@ def compile_command(source: str, calibrate: str | None, calibration_method: str,
     from vtasim.timing.profile import resolve_profile
 
     refuse_overwriting(output, source)
+    if output:  # before any work: a model can take seconds to import
+        from vtasim.io import check_writable
+
+        check_writable(Path(output), "the output")
     kind = Path(source).suffix.lower()
     if kind in (".vasm", ".vbin"):  # a program already: the next tool is the one it needs
         hint = (f"assemble it with vtasm assemble {source}" if kind == ".vasm"
@@ -156,14 +160,19 @@ def _compile_onnx(source: str, calibrate: str | None, input_shapes: dict[str, tu
     from .model import compile_imported
 
     cfg = resolve_config(config_path)
-    imported = import_model(source, calibrate, input_shapes, cfg.block_out, method)
+    wants_binary = bool(output) and Path(output).suffix.lower() == ".vbin"
+
+    def one_program_only(network) -> None:
+        """Stages that show one VTA program are refused, before calibration, for a network with host steps."""
+        if network.on_host and (emit != "asm" or not wants_binary or roofline is not None):
+            asked = f"--emit {emit}" if emit != "asm" else "--roofline" if roofline is not None else "assembly"
+            raise UsageError(f"{Path(source).name} runs as VTA launches with host steps between them; {asked} "
+                             "shows one VTA program: write the whole network with -o NAME.vbin (and see it with "
+                             "--explain)")
+
+    imported = import_model(source, calibrate, input_shapes, cfg.block_out, method, one_program_only)
     click.echo(imported.report(), nl=False, err=True)
     vk_name = Path(source).with_suffix(".vk").name
-    wants_binary = bool(output) and Path(output).suffix.lower() == ".vbin"
-    if not imported.whole_on_vta and (emit != "asm" or not wants_binary or roofline is not None):
-        asked = f"--emit {emit}" if emit != "asm" else "--roofline" if roofline is not None else "assembly"
-        raise UsageError(f"{Path(source).name} runs as VTA launches with host steps between them; {asked} shows "
-                         "one VTA program: write the whole network with -o NAME.vbin (and see it with --explain)")
     if emit == "vk":
         _write_vk(imported, output, source)
         return

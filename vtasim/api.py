@@ -37,8 +37,10 @@ def run(net: NetworkFile | str | Path, inputs: dict[str, np.ndarray] | np.ndarra
         net = load(net)
     if not isinstance(inputs, dict):
         inputs = {net.inputs[0]: inputs}
-    runs = run_batches(net, int8_inputs(net, inputs, "the inputs"), max_ops)
-    return {name: stacked(net, runs, name, int8) for name in net.outputs}
+    given = int8_inputs(net, inputs, "the inputs", "input")
+    runs = run_batches(net, given, max_ops)
+    new_axis = any(v.new_axis for v in given.values())
+    return {name: stacked(net, runs, name, int8, new_axis) for name in net.outputs}
 
 
 def timing(net: NetworkFile | str | Path, profile: str = "chisel-2019") -> str:

@@ -16,14 +16,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vtasm.errors import FormatError
-from vtasm.formats.network import HostStep, NetworkFile, Step, VtaStep
+from vtasm.formats.network import HostStep, NetworkFile, Step
 
 from .host.step import run_host_step
 from .machine import Machine, RunResult
 from .pipeline import DEFAULT_MAX_OPS
 
-# called with the step's index, the step and its machine before a VTA launch runs (traces, lint, race checks)
-LaunchHook = Callable[[int, VtaStep, Machine], None]
+# called before each step with its index, the step, and a VTA launch's machine (None for a host step): traces,
+# lint and race checks attach here
+StepHook = Callable[[int, Step, Machine | None], None]
 
 
 @dataclass
@@ -47,7 +48,7 @@ class NetworkRun:
 
 
 def run_network(net: NetworkFile, inputs: dict[str, np.ndarray], max_ops: int = DEFAULT_MAX_OPS,
-                before_launch: LaunchHook | None = None) -> NetworkRun:
+                before_step: StepHook | None = None) -> NetworkRun:
     """Run every step on the int8 ``inputs`` (model input name -> array in its model shape).
 
     Raises FormatError for a missing or badly shaped input, SimFault for a
@@ -66,6 +67,8 @@ def run_network(net: NetworkFile, inputs: dict[str, np.ndarray], max_ops: int = 
     for k, step in enumerate(net.steps):
         started = time.perf_counter()
         if isinstance(step, HostStep):
+            if before_step is not None:
+                before_step(k, step, None)
             values.update(run_host_step(step, values, net.tensors, net.constants, net.opset))
             run.records.append(StepRecord(step, time.perf_counter() - started))
             continue
@@ -75,8 +78,8 @@ def run_network(net: NetworkFile, inputs: dict[str, np.ndarray], max_ops: int = 
             tensor, segment = step.program.tensor(prog_name), step.program.segment(prog_name)
             data = np.frombuffer(tensor.pack(values[net_name].reshape(tensor.shape)), dtype=np.uint8)
             dram[segment.addr:segment.addr + len(data)] = data
-        if before_launch is not None:
-            before_launch(k, step, machine)
+        if before_step is not None:
+            before_step(k, step, machine)
         result = machine.run()
         for net_name, prog_name in step.outputs.items():
             tensor, segment = step.program.tensor(prog_name), step.program.segment(prog_name)

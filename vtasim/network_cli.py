@@ -66,28 +66,38 @@ def check_host_steps(net: NetworkFile, origin: str) -> None:
 
 
 def _lookup(net: NetworkFile, name: str, names: list[str], what: str) -> str:
+    """A model input or output by its name or its kernel-language spelling; ``what`` is the option
+    (--input, --output) or, from Python, the word (input, output)."""
     if name in names:
         return name
     simple = {_ident(n): n for n in names}
     if name in simple:
         return simple[name]
-    raise UsageError(f"{what} {name}: the network's {what[2:]}s are {', '.join(repr(n) for n in names)}")
+    raise UsageError(f"{what} {name}: the network's {what.lstrip('-')}s are {', '.join(repr(n) for n in names)}")
 
 
 def _ident(name: str) -> str:
     return "".join(c if c.isalnum() or c == "_" else "_" for c in name).strip("_")
 
 
-def _batches(net: NetworkFile, name: str, array: np.ndarray, path: str) -> list[np.ndarray]:
+class Samples(list):
+    """One input array per run; ``new_axis`` when they came stacked on an axis before the model's own."""
+
+    new_axis = False
+
+
+def _batches(net: NetworkFile, name: str, array: np.ndarray, path: str) -> Samples:
     """The input's int8 values, one array per run."""
     shape = net.tensors[name].shape
+    pieces = Samples()
     if array.shape == shape:
-        pieces = [array]
+        pieces.append(array)
     elif array.ndim == len(shape) + 1 and array.shape[1:] == shape:
-        pieces = list(array)
+        pieces.extend(array)
+        pieces.new_axis = True
     elif array.ndim == len(shape) and array.shape[1:] == shape[1:] and array.shape[0] % shape[0] == 0 \
             and array.shape[0]:
-        pieces = list(array.reshape((-1,) + shape))
+        pieces.extend(array.reshape((-1,) + shape))
     else:
         raise FormatError(f"{path}: input '{name}' must be {list(shape)} or N of them stacked on the first axis, "
                           f"got {list(array.shape)}")
@@ -98,11 +108,13 @@ def _batches(net: NetworkFile, name: str, array: np.ndarray, path: str) -> list[
     if not np.all(np.isfinite(array)):
         raise FormatError(f"{path}: input '{name}' holds NaN or infinite values")
     exp = net.tensors[name].exp
-    return [quantise(p, exp) for p in pieces]
+    quantised = Samples(quantise(p, exp) for p in pieces)
+    quantised.new_axis = pieces.new_axis
+    return quantised
 
 
 def run_batches(net: NetworkFile, given: dict[str, list[np.ndarray]], max_ops: int = DEFAULT_MAX_OPS,
-                before_launch=None, origin: str = "network") -> list[NetworkRun]:
+                before_step=None, origin: str = "network") -> list[NetworkRun]:
     """One run per sample of the int8 ``given`` inputs (every model input needs the same number)."""
     counts = {len(v) for v in given.values()}
     if len(counts) > 1:
@@ -111,8 +123,8 @@ def run_batches(net: NetworkFile, given: dict[str, list[np.ndarray]], max_ops: i
 
     def hook(k, step, machine):
         current[0] = k
-        if before_launch is not None:
-            before_launch(k, step, machine)
+        if before_step is not None:
+            before_step(k, step, machine)
 
     runs = []
     for k in range(counts.pop() if counts else 1):
@@ -120,20 +132,26 @@ def run_batches(net: NetworkFile, given: dict[str, list[np.ndarray]], max_ops: i
             runs.append(run_network(net, {n: v[k] for n, v in given.items()}, max_ops, hook))
         except SimFault as exc:
             raise located(net.steps[current[0]].program, exc) from None
+        except FormatError as exc:
+            raise FormatError(f"{origin}: {exc.message}") from None
     return runs
 
 
-def stacked(net: NetworkFile, runs: list[NetworkRun], name: str, int8: bool = False) -> np.ndarray:
-    """A model output over every run, stacked on the batch axis: float32 at its scale, or the int8 values."""
-    values = np.concatenate([r.values[name] for r in runs], axis=0) if len(runs) > 1 else runs[0].values[name]
+def stacked(net: NetworkFile, runs: list[NetworkRun], name: str, int8: bool = False,
+            new_axis: bool = False) -> np.ndarray:
+    """A model output over every run, stacked as the inputs were (on the batch axis, or on a new first axis):
+    float32 at its scale, or the int8 values."""
+    values = np.stack([r.values[name] for r in runs]) if new_axis else \
+        np.concatenate([r.values[name] for r in runs], axis=0)
     return values if int8 else dequantise(values, net.tensors[name].exp)
 
 
-def int8_inputs(net: NetworkFile, arrays: dict[str, np.ndarray], origin: str) -> dict[str, list[np.ndarray]]:
+def int8_inputs(net: NetworkFile, arrays: dict[str, np.ndarray], origin: str,
+                what: str = "--input") -> dict[str, Samples]:
     """Model inputs (float, quantised here, or int8) by name as the model or its kernel language names them."""
     given = {}
     for name, array in arrays.items():
-        key = _lookup(net, name, net.inputs, "--input")
+        key = _lookup(net, name, net.inputs, what)
         given[key] = _batches(net, key, np.asarray(array), origin)
     return given
 
@@ -155,7 +173,9 @@ def run_network_file(net: NetworkFile, opts: NetworkOptions, out: TextIO | None 
         check_writable(path, "the output")
     observers = _Observers(net, opts, out)
     runs = run_batches(net, given, opts.max_ops, observers.attach, opts.origin)
-    write_files([PendingFile(path, npy_bytes(stacked(net, runs, name, opts.int8))) for name, path in outputs])
+    new_axis = any(getattr(v, "new_axis", False) for v in given.values())
+    write_files([PendingFile(path, npy_bytes(stacked(net, runs, name, opts.int8, new_axis)))
+                 for name, path in outputs])
     files = outputs
     warnings, summary = observers.lint_report()
     return NetworkReport(runs, warnings, observers.race_report(), [p for _, p in files], summary)
@@ -169,21 +189,20 @@ class _Observers:
         self.out = out if out is not None else sys.stdout
         self.linters: list = []
         self.checkers: list = []
-        self._seen_host = -1
 
-    def attach(self, k: int, step: VtaStep, machine) -> None:
+    def attach(self, k: int, step, machine) -> None:
         if self.opts.trace:
+            if machine is None:
+                self.out.write(f"== step {k + 1}: host step '{step.name}': "
+                               f"{', '.join(f'{n.op} {n.name!r}' for n in step.nodes)} ==\n")
+                return
             from .trace import text_tracer, trace_header
 
-            for j in range(self._seen_host + 1, k):
-                host = self.net.steps[j]
-                if isinstance(host, HostStep):
-                    self.out.write(f"== step {j + 1}: host step '{host.name}': "
-                                   f"{', '.join(f'{n.op} {n.name!r}' for n in host.nodes)} ==\n")
-            self._seen_host = k
             self.out.write(f"== step {k + 1}: VTA launch '{step.name}' ==\n")
             self.out.write(trace_header(step.program))
             machine.observe(text_tracer(self.out, machine.state, self.opts.trace_uops))
+        if machine is None:
+            return
         if self.opts.lint and len(self.linters) < len(self.net.programs):
             from .lint import Linter
 

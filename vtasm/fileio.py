@@ -129,8 +129,9 @@ def _release(mapped: mmap.mmap, start: int, length: int) -> None:
         mapped.madvise(mmap.MADV_DONTNEED, first, last - first)
 
 
-def read_npy(path: str | Path) -> np.ndarray:
-    """Load a .npy file (no pickles), with a one-line error for anything unreadable."""
+def read_npy(path: str | Path, mapped: bool = False) -> np.ndarray:
+    """Load a .npy file (no pickles), with a one-line error for anything unreadable; ``mapped`` maps it
+    read-only instead of reading it (its pages are read as they are used)."""
     try:
         with open(path, "rb") as fh:
             head = fh.read(6)
@@ -141,7 +142,7 @@ def read_npy(path: str | Path) -> np.ndarray:
     if head != b"\x93NUMPY":
         raise FormatError(f"{path}: not a .npy file (no NUMPY header); write arrays with numpy.save")
     try:
-        array = np.load(Path(path), allow_pickle=False)
+        array = np.load(Path(path), allow_pickle=False, mmap_mode="r" if mapped else None)
     except OSError as exc:
         raise FormatError(f"{path}: cannot read array: {exc.strerror or exc}") from None
     except ValueError as exc:

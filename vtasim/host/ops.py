@@ -137,6 +137,9 @@ def _mean(xs, a, opset, shapes):
 # -- normalisation -------------------------------------------------------------------------------------------------
 def _softmax_axes(x: np.ndarray, a: dict, opset: int) -> tuple[np.ndarray, tuple[int, ...]]:
     """The array as the operator sees it and the axis it normalises (opsets < 13 flatten from ``axis`` on)."""
+    axis = a.get("axis", -1 if opset >= 13 else 1)
+    if not -x.ndim <= axis < x.ndim:
+        raise ValueError(f"axis {axis} of a rank-{x.ndim} tensor")
     if opset >= 13:
         return x, (a.get("axis", -1) % x.ndim,)
     axis = a.get("axis", 1) % x.ndim
@@ -462,6 +465,22 @@ def _resize(xs, a, opset, shapes):
                      a.get("nearest_mode", "round_prefer_floor"))]
 
 
+_INTEGERS = {2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32, 7: np.int64, 12: np.uint32,
+             13: np.uint64}
+
+
 @op("Cast")
 def _cast(xs, a, opset, shapes):
-    return [_f32(xs[0])]
+    """To ONNX's type ``to``: integers truncate toward zero (then wrap, as a C cast of an in-range value does),
+    booleans are 0 or 1, float16 rounds; the values stay in a float array."""
+    x, to = _f32(xs[0]), int(a.get("to", 1))
+    if to in _INTEGERS:
+        kind = np.iinfo(_INTEGERS[to])
+        return [np.clip(np.trunc(x), kind.min, kind.max).astype(x.dtype)]
+    if to == 9:
+        return [(x != 0).astype(x.dtype)]
+    if to == 10:
+        return [x.astype(np.float16).astype(x.dtype)]
+    if to in (1, 11, 16):
+        return [x]
+    raise ValueError(f"casting to ONNX type {to} (the host casts to numbers and booleans)")

@@ -29,16 +29,14 @@ def run_host_step(step: HostStep, values: dict[str, np.ndarray], tensors: dict[s
     for node in step.nodes:
         if node.op not in OPS:
             raise FormatError(f"host node '{node.name}': operator {node.op} is not one the host computes")
-        xs = []
-        for t, shape in zip(node.inputs, node.in_shapes, strict=True):
-            if not t:
-                xs.append(None)
-                continue
-            x = env[t] if t in env else constants[t]
-            xs.append(x.reshape(shape) if shape is not None and x.shape != tuple(shape) else x)
         try:
-            outs = run_op(node.op, xs, node.attrs, opset, [tuple(s) for s in node.out_shapes])
-        except (ValueError, KeyError, IndexError) as exc:
+            xs = []
+            for t, shape in zip(node.inputs, node.in_shapes, strict=True):
+                x = None if not t else env[t] if t in env else constants[t]
+                xs.append(x.reshape(shape) if x is not None and shape is not None and x.shape != tuple(shape) else x)
+            with np.errstate(all="ignore"):  # a NaN or an overflow is the operator's result, not a fault here
+                outs = run_op(node.op, xs, node.attrs, opset, [tuple(s) for s in node.out_shapes])
+        except (ValueError, KeyError, IndexError, TypeError, ZeroDivisionError) as exc:
             raise FormatError(f"host node '{node.name}' ({node.op}): cannot compute it: {exc}") from None
         for t, y, shape in zip(node.outputs, outs, node.out_shapes, strict=False):
             if not t:
@@ -48,7 +46,13 @@ def run_host_step(step: HostStep, values: dict[str, np.ndarray], tensors: dict[s
                 raise FormatError(f"host node '{node.name}' ({node.op}): output '{t}' came out "
                                   f"{list(y.shape)}, not {list(shape)}")
             env[t] = y
-    return {t: quantise(env[t].reshape(tensors[t].shape), tensors[t].exp) for t in step.outputs}
+    out = {}
+    for t in step.outputs:
+        if env[t].size != tensors[t].size:
+            raise FormatError(f"host step '{step.name}': output '{t}' holds {env[t].size} values, its tensor "
+                              f"{list(tensors[t].shape)}")
+        out[t] = quantise(env[t].reshape(tensors[t].shape), tensors[t].exp)
+    return out
 
 
 def node_macs(node: HostNode) -> int:

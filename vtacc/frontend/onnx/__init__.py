@@ -11,6 +11,7 @@ and the host must produce.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from vtasm.fileio import read_npy
 from .accuracy import measure
 from .emit_vk import emit_vk, kernel_name
 from .graph import load_graph
-from .network import layer_macs, lower
+from .network import Network, layer_macs, lower
 from .partition import Part, partition
 from .quantise import QuantisedNetwork, quantise
 
@@ -94,9 +95,12 @@ class Imported:
 
 
 def read_calibration(path: str | Path, model: str, shape: tuple[int, ...]) -> np.ndarray:
-    """Calibration inputs from a .npy file: [S, *input shape without its batch] or [S, *input shape]."""
+    """Calibration inputs from a .npy file: [S, *input shape without its batch] or [S, *input shape].
+
+    The file is mapped, not read: calibration takes a bounded piece of it at a time.
+    """
     try:
-        data = read_npy(path)
+        data = read_npy(path, mapped=True)
     except FormatError as exc:
         raise ModelError(f"calibration inputs: {exc.message}") from None
     if data.ndim == len(shape) + 1 and tuple(data.shape[1:]) == tuple(shape):
@@ -104,17 +108,23 @@ def read_calibration(path: str | Path, model: str, shape: tuple[int, ...]) -> np
     if data.ndim != len(shape) or tuple(data.shape[1:]) != tuple(shape[1:]) or data.shape[0] < 1:
         raise ModelError(f"{path}: calibration inputs of shape {list(data.shape)} do not match the input of "
                          f"{model}, {list(shape)} (give [samples, {', '.join(map(str, shape[1:]))}])")
-    if not np.issubdtype(data.dtype, np.number):
-        raise ModelError(f"{path}: calibration inputs must be numbers, got {data.dtype}")
-    return checked_calibration(data.astype(np.float64), str(path))
+    if not np.issubdtype(data.dtype, np.number) or np.issubdtype(data.dtype, np.complexfloating):
+        raise ModelError(f"{path}: calibration inputs must be real numbers, got {data.dtype}")
+    return checked_calibration(data, str(path))
 
 
 def checked_calibration(data: np.ndarray, where: str) -> np.ndarray:
-    """Calibration inputs that can set scales: finite, and not all zero."""
-    if not np.isfinite(data).all():
-        raise ModelError(f"{where}: calibration inputs hold NaN or infinite values ({int((~np.isfinite(data)).sum())} "
-                         "of them); scales need finite data")
-    if not data.any():
+    """Calibration inputs that can set scales: finite, and not all zero (checked a piece at a time)."""
+    bad, nonzero = 0, False
+    step = max(1, (64 << 20) // max(1, data[:1].nbytes))
+    for start in range(0, len(data), step):
+        piece = np.asarray(data[start:start + step])
+        bad += int((~np.isfinite(piece)).sum()) if np.issubdtype(piece.dtype, np.floating) else 0
+        nonzero = nonzero or bool(piece.any())
+    if bad:
+        raise ModelError(f"{where}: calibration inputs hold NaN or infinite values ({bad} of them); scales need "
+                         "finite data")
+    if not nonzero:
         raise ModelError(f"{where}: calibration inputs are all zero: they give no range to set the scales by "
                          "(give typical inputs of the model)")
     return data
@@ -122,18 +132,21 @@ def checked_calibration(data: np.ndarray, where: str) -> np.ndarray:
 
 def import_model(path: str | Path, calibration: str | Path | np.ndarray | None = None,
                  input_shapes: dict[str, tuple[int, ...]] | None = None, block: int = 16,
-                 method: str = "mse") -> Imported:
+                 method: str = "mse", check: Callable[[Network], None] | None = None) -> Imported:
     """Load, map, quantise and write an ONNX model (ModelError names the node or file at fault).
 
     ``input_shapes`` fixes input dimensions the model leaves open (a dynamic batch, ...); ``block`` is the
-    configuration's BLOCK_OUT; ``method`` how calibration sets scales ("mse" or "max", see quantise).
+    configuration's BLOCK_OUT; ``method`` how calibration sets scales ("mse" or "max", see quantise);
+    ``check`` sees the lowered network before any calibration (to refuse what the caller cannot use early).
     """
     network = lower(load_graph(path, input_shapes), block)
+    if check is not None:
+        check(network)
     data = None
     if calibration is not None:
         shape = network.shapes[network.input]
         if isinstance(calibration, np.ndarray):
-            data = checked_calibration(calibration.astype(np.float64).reshape((-1,) + tuple(shape[1:])),
+            data = checked_calibration(np.asarray(calibration).reshape((-1,) + tuple(shape[1:])),
                                        "the calibration array")
         else:
             data = read_calibration(calibration, network.name, shape)

@@ -30,16 +30,28 @@ def run_float(net: Network, x: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def _host_layer(net: Network, layer: Layer, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """A host node on the float network's values, in float32 as the host computes it; values that are not
+    finite (an overflow, a logarithm of a negative number) are refused, naming the node."""
     node = layer.node
     xs = []
     for t, shape in zip(node.inputs, layer.in_shapes, strict=True):
-        x = None if not t else values[t] if t in values else net.constants[t]
+        x = None if not t else values[t].astype(np.float32) if t in values else net.constants[t]
         xs.append(x.reshape(shape) if x is not None and shape is not None else x)
     try:
-        outs = run_op(node.op, xs, node.attrs, net.opset, [net.shapes[t] for t in node.outputs])
-    except (ValueError, KeyError, IndexError) as exc:
+        with np.errstate(all="ignore"):
+            outs = run_op(node.op, xs, node.attrs, net.opset, [net.shapes[t] for t in node.outputs])
+    except (ValueError, KeyError, IndexError, TypeError) as exc:
         raise ModelError(f"{net.name}: node '{node.name}' ({node.op}): the host cannot compute it: {exc}") from None
-    return {t: np.asarray(y, dtype=np.float64) for t, y in zip(node.outputs, outs, strict=False) if t}
+    result = {}
+    for t, y in zip(node.outputs, outs, strict=False):
+        if not t:
+            continue
+        y = np.asarray(y, dtype=np.float64)
+        if not np.isfinite(y).all():
+            raise ModelError(f"{net.name}: node '{node.name}' ({node.op}) gives {int((~np.isfinite(y)).sum())} NaN "
+                             f"or infinite values on the calibration inputs (float32); int8 cannot hold them")
+        result[t] = y
+    return result
 
 
 def _float_layer(layer: Layer, ins: list[np.ndarray]) -> np.ndarray:
@@ -71,4 +83,4 @@ def batches(net: Network, data: np.ndarray, budget: int = 256 << 20):
         per_input = 8 * sum(int(np.prod(net.shapes[t])) for layer in net.layers for t in layer.outputs if t) / batch
         step = batch * max(1, min(16 // batch, int(budget // max(per_input * batch, 1))))
     for start in range(0, len(data) - len(data) % batch, step):
-        yield data[start:start + step]
+        yield np.asarray(data[start:start + step], dtype=np.float64)

@@ -45,6 +45,10 @@ def fix_input_shapes(model, name: str, given: dict[str, tuple[int, ...]]) -> Non
         if len(shape.dim) and len(shape.dim) != len(dims):
             raise ModelError(f"{name}: --input-shape {key} gives {len(dims)} dimensions; the model's input has "
                              f"{len(shape.dim)}")
+        for k, (d, want) in enumerate(zip(shape.dim, dims, strict=False)):
+            if d.HasField("dim_value") and d.dim_value != want:
+                raise ModelError(f"{name}: --input-shape {key}={','.join(map(str, dims))}: the model fixes "
+                                 f"dimension {k} of '{key}' at {d.dim_value}")
         del shape.dim[:]
         for d in dims:
             shape.dim.add().dim_value = d

@@ -163,7 +163,10 @@ class _Lowering:
         for name in self.g.outputs:
             out = self.canon(name)
             if out not in self.by_output:
-                raise ModelError(f"{self.g.name}: the output '{name}' is not computed by any layer")
+                what = "the model's input itself" if out in self.g.inputs else \
+                    "a constant" if out in self.consts else "computed by no layer"
+                raise ModelError(f"{self.g.name}: the output '{name}' is {what}: there is nothing for VTA or the "
+                                 "host to compute")
             if out != name and out not in self.g.outputs:  # an Identity or Dropout before the output
                 self.rename_tensor(out, name)
                 out = name

@@ -20,6 +20,7 @@ import numpy as np
 from vtacc.frontend.check_builtins import average_multiplier
 from vtasim.host import quant
 from vtasm.errors import ModelError
+from vtasm.formats.network import EXP_LIMIT
 
 from .calibrate import Statistics, calibrate, exponent_for
 from .float_run import run_float  # noqa: F401  (the float network, where callers have always found it)
@@ -133,6 +134,12 @@ def quantise(net: Network, calibration: np.ndarray | None, method: str = "mse") 
         root = ties.find(t)
         shared[root] = max(shared.get(root, raw[t]), raw[t])
     exps = {t: shared[ties.find(t)] for t in tensors}
+    for t, e in exps.items():
+        if abs(e) > EXP_LIMIT:
+            producer = next((layer for layer in net.layers if t in layer.outputs), None)
+            where = f"layer {producer.name} ({', '.join(producer.sources)})" if producer else f"tensor '{t}'"
+            raise ModelError(f"{net.name}: {where}: its values (calibration range +-{ranges.get(t, 0):.3g}) need a "
+                             f"scale 2^{e}, outside the 2^-{EXP_LIMIT}..2^{EXP_LIMIT} a network file holds")
     layers = [_quantise_layer(layer, exps, net.shapes, notes) for layer in net.layers]
     return QuantisedNetwork(net, layers, exps, ranges, notes)
 
