@@ -18,7 +18,7 @@ from .float_run import batches, run_float
 from .quantise import QuantisedNetwork
 from .reference import run_int8
 
-SAMPLES = 4  # enough to rank the layers; each costs a float and an int8 run of the network
+SAMPLES = 2  # enough to rank the layers; each costs a float and an int8 run of the network
 
 
 def sqnr_db(signal: float, noise: float) -> float:

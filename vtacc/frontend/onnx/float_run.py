@@ -1,4 +1,5 @@
-"""The float network executed in numpy: calibration data and the float reference of every tensor."""
+"""The float network executed in numpy, in float32 as the model's own arithmetic: calibration data and the
+float reference of every tensor."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ def run_float(net: Network, x: np.ndarray) -> dict[str, np.ndarray]:
 
     Host nodes take the model's static shapes, so ``x`` holds one model batch when the network has any.
     """
-    values = {net.input: np.asarray(x, dtype=np.float64)}
+    values = {net.input: np.asarray(x, dtype=np.float32)}
     for layer in net.layers:
         if layer.kind == "host":
             values.update(_host_layer(net, layer, values))
@@ -24,8 +25,8 @@ def run_float(net: Network, x: np.ndarray) -> dict[str, np.ndarray]:
         ins = [values[t] for t in layer.inputs]
         y = _float_layer(layer, ins)
         if layer.alpha:
-            y = np.where(y >= 0, y, y * layer.alpha)
-        values[layer.output] = np.clip(y, layer.low, layer.high)
+            y = np.where(y >= 0, y, y * np.float32(layer.alpha))
+        values[layer.output] = np.clip(y, layer.low, layer.high).astype(np.float32, copy=False)
     return values
 
 
@@ -46,7 +47,7 @@ def _host_layer(net: Network, layer: Layer, values: dict[str, np.ndarray]) -> di
     for t, y in zip(node.outputs, outs, strict=False):
         if not t:
             continue
-        y = np.asarray(y, dtype=np.float64)
+        y = np.asarray(y, dtype=np.float32)
         if not np.isfinite(y).all():
             raise ModelError(f"{net.name}: node '{node.name}' ({node.op}) gives {int((~np.isfinite(y)).sum())} NaN "
                              f"or infinite values on the calibration inputs (float32); int8 cannot hold them")
@@ -57,9 +58,11 @@ def _host_layer(net: Network, layer: Layer, values: dict[str, np.ndarray]) -> di
 def _float_layer(layer: Layer, ins: list[np.ndarray]) -> np.ndarray:
     x = ins[0]
     if layer.kind == "conv":
-        return conv2d(x, layer.weight, layer.stride, layer.pad, layer.groups) + layer.bias[None, :, None, None]
+        w, b = layer.weight.astype(np.float32), layer.bias.astype(np.float32)
+        return conv2d(x, w, layer.stride, layer.pad, layer.groups) + b[None, :, None, None]
     if layer.kind == "dense":
-        return x.reshape(x.shape[0], -1) @ layer.weight.T + layer.bias
+        w, b = layer.weight.astype(np.float32), layer.bias.astype(np.float32)
+        return x.reshape(x.shape[0], -1) @ w.T + b
     if layer.kind == "maxpool":
         return windows(x, layer.size, layer.stride, layer.pad, -np.inf, layer.pad_end).max(axis=-1)
     if layer.kind == "avgpool":
@@ -75,12 +78,12 @@ def _float_layer(layer: Layer, ins: list[np.ndarray]) -> np.ndarray:
 
 def batches(net: Network, data: np.ndarray, budget: int = 256 << 20):
     """``data`` in pieces the float network runs on: one model batch when host nodes need its static shapes,
-    else as many inputs as keep every float64 tensor of a piece within ``budget`` bytes (at most 16), so
+    else as many inputs as keep every float32 tensor of a piece within ``budget`` bytes (at most 16), so
     memory stays bounded however many calibration inputs there are."""
     batch = net.shapes[net.input][0]
     step = batch
     if not net.on_host:
-        per_input = 8 * sum(int(np.prod(net.shapes[t])) for layer in net.layers for t in layer.outputs if t) / batch
+        per_input = 4 * sum(int(np.prod(net.shapes[t])) for layer in net.layers for t in layer.outputs if t) / batch
         step = batch * max(1, min(16 // batch, int(budget // max(per_input * batch, 1))))
     for start in range(0, len(data) - len(data) % batch, step):
-        yield np.asarray(data[start:start + step], dtype=np.float64)
+        yield np.asarray(data[start:start + step], dtype=np.float32)
