@@ -26,7 +26,7 @@ from vtasm.fileio import read_mapped, write_atomic
 from vtasm.program import Program
 
 from .jsonfields import get_int, get_list, get_object, get_str, parse_json
-from .vbin import ALIGN, CHUNK_HEADER, HEADER, canonical_json, framed, read_vbin, write_vbin
+from .vbin import ALIGN, CHUNK_HEADER, HEADER, canonical_json, framed, read_header, read_vbin, write_vbin
 
 MAGIC = b"VTA\x00VNET"
 VERSION = 1
@@ -272,13 +272,7 @@ def read_network(data: bytes, origin: str = "<network>") -> NetworkFile:
 
 
 def _chunks(data: bytes, origin: str) -> list[tuple[str, bytes]]:
-    if data[: len(MAGIC)] != MAGIC:
-        raise FormatError(f"{origin}: not a network file (bad magic)")
-    if len(data) < HEADER.size:
-        raise FormatError(f"{origin}: truncated: header is missing {HEADER.size - len(data)} bytes")
-    _, version, count = HEADER.unpack_from(data, 0)
-    if version != VERSION:
-        raise FormatError(f"{origin}: unsupported network file version {version} (this tool reads {VERSION})")
+    count = read_header(data, MAGIC, VERSION, origin, "network file", "network file")
     pos, chunks = HEADER.size, []
     for k in range(count):
         if len(data) < pos + CHUNK_HEADER.size:

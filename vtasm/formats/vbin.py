@@ -69,20 +69,24 @@ def framed(magic: bytes, version: int, chunks: list[tuple[str, bytes]]) -> bytes
     return b"".join(out)
 
 
+def read_header(data: bytes, magic: bytes, version: int, origin: str, what: str, format_name: str) -> int:
+    """Check a file's magic and version (``what`` and ``format_name`` name them in messages); its chunk count."""
+    if len(data) < len(magic) or data[: len(magic)] != magic:
+        if data and len(data) < len(magic) and magic.startswith(bytes(data)):
+            raise FormatError(f"{origin}: truncated: header is missing {HEADER.size - len(data)} bytes")
+        raise FormatError(f"{origin}: not a {what} (bad magic)")
+    if len(data) < HEADER.size:
+        raise FormatError(f"{origin}: truncated: header is missing {HEADER.size - len(data)} bytes")
+    _, found, count = HEADER.unpack_from(data, 0)
+    if found != version:
+        raise FormatError(f"{origin}: unsupported {format_name} version {found} (this tool reads {version})")
+    return count
+
+
 def _split_chunks(data: bytes, origin: str, later: DataCheck | None = None) -> dict[str, bytes]:
     """Check the header and framing; return each chunk's payload by tag. A large DATA chunk's CRC is left
     to ``later`` (checked on another thread while the caller decodes the rest), when one is given."""
-    if len(data) < len(MAGIC):
-        if data and MAGIC.startswith(data):
-            raise FormatError(f"{origin}: truncated: header is missing {HEADER.size - len(data)} bytes")
-        raise FormatError(f"{origin}: not a .vbin file (bad magic)")
-    if data[: len(MAGIC)] != MAGIC:
-        raise FormatError(f"{origin}: not a .vbin file (bad magic)")
-    if len(data) < HEADER.size:
-        raise FormatError(f"{origin}: truncated: header is missing {HEADER.size - len(data)} bytes")
-    _, version, count = HEADER.unpack_from(data, 0)
-    if version != VERSION:
-        raise FormatError(f"{origin}: unsupported .vbin format version {version} (this tool reads {VERSION})")
+    count = read_header(data, MAGIC, VERSION, origin, ".vbin file", ".vbin format")
     pos = HEADER.size
     view = memoryview(data)
     chunks: dict[str, bytes] = {}
