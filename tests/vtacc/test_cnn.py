@@ -9,7 +9,7 @@ from vtacc.explain import traffic
 from vtasim.timing.profile import resolve_profile
 from vtasm import isa
 
-from .harness import config, conv_ref, rand8, rand32, run
+from .harness import compile_source, config, conv_ref, rand8, rand32, run
 from .resnet import RESNET, layer_source
 
 
@@ -79,6 +79,47 @@ def test_grouped_convolution():
     result = run(src, {"x": x, "w": w})
     assert result.races == []
     np.testing.assert_array_equal(result.outputs["y"], np.clip(conv_ref(x, w, 1, 1, 8) >> 8, 0, 127).astype(np.int8))
+
+
+@pytest.mark.parametrize("channels, groups", [(24, 24), (40, 20), (1000, 1000)])
+def test_groups_narrower_than_a_block_over_an_odd_channel_count(channels, groups):
+    """The last GEMM group is partly padding, as for the next multiple of BLOCK channels (not one tile as wide
+    as all the channels)."""
+    rng = np.random.default_rng(channels)
+    x, w = rand8(rng, 1, channels, 6, 6), rand8(rng, channels, channels // groups, 3, 3)
+    src = f"""kernel g(x: int8[1, {channels}, 6, 6], w: int8[{channels}, {channels // groups}, 3, 3])
+        -> y: int8[1, {channels}, 6, 6] {{
+        y = clip(conv2d(x, w, pad=1, groups={groups}) >> 6, -128, 127)
+    }}"""
+    result = run(src, {"x": x, "w": w})
+    want = np.clip(conv_ref(x, w, 1, 1, groups) >> 6, -128, 127).astype(np.int8)
+    np.testing.assert_array_equal(result.outputs["y"], want)
+
+
+@pytest.mark.parametrize("kind", ["depthwise", "global_avg_pool"])
+def test_odd_channel_count_costs_what_the_next_block_multiple_does(kind):
+    """1000 channels: the program and its predicted cycles are those of 1008 channels or less (they were C^2:
+    a 172 MB program and 23.5 M cycles for the pool of SqueezeNet's last layer, against 2.9 MB and 0.39 M)."""
+    def compiled(c: int):
+        if kind == "depthwise":
+            src = f"""kernel k(x: int8[1, {c}, 14, 14], w: int8[{c}, 1, 3, 3]) -> y: int8[1, {c}, 14, 14] {{
+                y = conv2d(x, w, pad=1, groups={c}) >> 6
+            }}"""
+        else:
+            src = f"kernel k(x: int8[1, {c}, 13, 13]) -> y: int8[1, {c}, 1, 1] {{ y = global_avg_pool(x) }}"
+        return compile_source(src, config("default"))
+
+    odd, even = compiled(1000), compiled(1008)
+    assert sum(len(seg.data) for seg in odd.program.segments) <= sum(len(seg.data) for seg in even.program.segments)
+    assert odd.timed.report.cycles <= even.timed.report.cycles
+
+
+def test_global_average_over_an_odd_channel_count():
+    rng = np.random.default_rng(5)
+    x = rand8(rng, 1, 40, 7, 7)
+    result = run("kernel p(x: int8[1, 40, 7, 7]) -> y: int8[1, 40, 1, 1] { y = global_avg_pool(x) }", {"x": x})
+    want = (x.astype(np.int64).sum(axis=(2, 3), keepdims=True) * 84) >> 12  # docs/language.md: 7x7 is * 84 >> 12
+    np.testing.assert_array_equal(result.outputs["y"], want.astype(np.int8))
 
 
 def pool_ref(x: np.ndarray, k: int, s: int, p: int, kind: str, p_end: int | None = None) -> np.ndarray:

@@ -163,8 +163,10 @@ def grouping(ic: int, oc: int, groups: int, cfg: VTAConfig) -> tuple[int, tuple[
     Groups of whole BLOCK_IN input and BLOCK_OUT output channels run as they
     are. Narrower groups are packed BLOCK_IN / (IC/groups) to a GEMM group, their
     weights spread block-diagonally over BLOCK_IN channels, when that packing
-    gives whole BLOCK_OUT output blocks; any other grouping runs as one dense
-    convolution with block-diagonal weights over all IC channels.
+    gives whole BLOCK_OUT output blocks (the last GEMM group may be partly
+    padding: 1000 depthwise channels are 63 GEMM groups, as 1008 would be);
+    any other grouping runs as one dense convolution with block-diagonal
+    weights over all IC channels.
     """
     if groups == 1:
         return 1, None
@@ -173,8 +175,9 @@ def grouping(ic: int, oc: int, groups: int, cfg: VTAConfig) -> tuple[int, tuple[
         return groups, None
     if cfg.block_in % icg == 0:
         per = cfg.block_in // icg
-        if groups % per == 0 and (per * ocg) % cfg.block_out == 0:
-            return groups // per, (groups, cfg.block_in)
+        gemm_groups = -(-groups // per)  # the last one may hold fewer groups: its other channels are padding
+        if (per * ocg) % cfg.block_out == 0 and gemm_groups * per * ocg // cfg.block_out == -(-oc // cfg.block_out):
+            return gemm_groups, (groups, cfg.block_in)
     return 1, (groups, ic)
 
 
