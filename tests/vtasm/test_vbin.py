@@ -328,3 +328,47 @@ def test_a_lazy_source_map_reads_the_same_and_reports_the_same_problems():
     with pytest.raises(FormatError) as info:
         program.source_map.get(0)
     assert info.value.render() == error(bad)
+
+
+def _with_zero_segment() -> Program:
+    """A program whose output segment (1 MiB) holds no data yet."""
+    program = sample(source_map=False)
+    program.segments.append(Segment("result", 0x100000, bytes(1 << 20)))
+    return program
+
+
+def test_a_segment_of_zeros_is_declared_not_stored():
+    program = _with_zero_segment()
+    data = write_vbin(program)
+    assert len(data) < 4096  # not the megabyte
+    meta = json.loads(payloads(data)["META"])
+    entry = meta["segments"][-1]
+    assert entry == {"addr": 0x100000, "file": None, "name": "result", "offset": entry["offset"], "size": 1 << 20,
+                     "zero": True}
+    again = read_vbin(data)
+    assert bytes(again.segment("result").data) == bytes(1 << 20)
+    assert write_vbin(again) == data
+
+
+def test_files_that_store_their_zeros_still_load(monkeypatch):
+    """Files written before zero segments were declared (every byte in DATA) read as before."""
+    import vtasm.formats.meta as meta_module
+    import vtasm.formats.vbin as vbin_module
+
+    program = _with_zero_segment()
+    monkeypatch.setattr(meta_module, "all_zero", lambda data: False)
+    monkeypatch.setattr(vbin_module, "all_zero", lambda data: False)
+    old = write_vbin(program)
+    monkeypatch.undo()
+    assert len(old) > 1 << 20 and b'"zero"' not in old
+    loaded = read_vbin(old)
+    assert bytes(loaded.segment("result").data) == bytes(1 << 20)
+    assert write_vbin(loaded) == write_vbin(program)
+
+
+def test_zero_flag_must_be_true():
+    parts = payloads(write_vbin(_with_zero_segment()))
+    meta = json.loads(parts["META"])
+    meta["segments"][-1]["zero"] = False
+    parts["META"] = json.dumps(meta).encode()
+    assert "zero: expected true" in error(build([(tag.encode(), payload) for tag, payload in parts.items()]))

@@ -36,13 +36,24 @@ META_KEYS = (
 
 @dataclass(frozen=True)
 class SegmentEntry:
-    """One segment as META describes it: where its bytes sit in the DATA chunk."""
+    """One segment as META describes it: where its bytes sit in the DATA chunk (none when ``zero``)."""
 
     name: str
     addr: int
     size: int
     offset: int
     file: str | None
+    zero: bool = False  # declared, not stored: every byte is 0
+
+    @property
+    def stored(self) -> int:
+        """Bytes the segment takes in the DATA chunk."""
+        return 0 if self.zero else self.size
+
+
+def all_zero(data: bytes | memoryview) -> bool:
+    """Whether every byte is 0 (such a segment is declared in META, not stored)."""
+    return len(data) > 0 and not np.frombuffer(data, dtype=np.uint8).any()
 
 
 @dataclass
@@ -68,10 +79,12 @@ def build_meta(program: Program) -> dict:
     segments = []
     offset = 0
     for seg in program.segments:
-        segments.append(
-            {"name": seg.name, "addr": seg.addr, "size": len(seg.data), "offset": offset, "file": seg.file}
-        )
-        offset += len(seg.data)
+        entry = {"name": seg.name, "addr": seg.addr, "size": len(seg.data), "offset": offset, "file": seg.file}
+        if all_zero(seg.data):
+            entry["zero"] = True
+        else:
+            offset += len(seg.data)
+        segments.append(entry)
     seg_order = {seg.name: i for i, seg in enumerate(program.segments)}
     return {
         "config": program.config.to_dict(),
@@ -123,7 +136,9 @@ def _segments(value: object, where: str) -> list[SegmentEntry]:
     offset = 0
     for i, item in enumerate(get_list(value, where)):
         at = f"{where}[{i}]"
-        obj = get_object(item, at, ("name", "addr", "size", "offset", "file"))
+        obj = get_object(item, at, ("name", "addr", "size", "offset", "file"), ("zero",))
+        if "zero" in obj and obj["zero"] is not True:
+            raise FormatError(f"{at}.zero: expected true (absent for a segment whose bytes are stored)")
         name = get_str(obj["name"], f"{at}.name")
         if name in names:
             raise FormatError(f"{at}: duplicate segment name '{name}'")
@@ -134,12 +149,13 @@ def _segments(value: object, where: str) -> list[SegmentEntry]:
             size=get_int(obj["size"], f"{at}.size"),
             offset=get_int(obj["offset"], f"{at}.offset"),
             file=None if obj["file"] is None else get_str(obj["file"], f"{at}.file"),
+            zero="zero" in obj,
         )
         if entry.offset != offset:
             raise FormatError(
                 f"{at}: segment '{name}' has offset {entry.offset} but the segments before it end at {offset}"
             )
-        offset += entry.size
+        offset += entry.stored
         out.append(entry)
     return out
 

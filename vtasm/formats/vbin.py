@@ -23,7 +23,7 @@ from vtasm.fileio import KEEP_MAPPED, pieces, read_mapped, write_atomic
 from vtasm.program import Program, Segment
 
 from .jsonfields import parse_json
-from .meta import LazySourceMap, Meta, build_meta, meta_from_json, smap_from_json, smap_to_json
+from .meta import LazySourceMap, Meta, all_zero, build_meta, meta_from_json, smap_from_json, smap_to_json
 
 MAGIC = b"VTA\x00VBIN"
 VERSION = 1
@@ -48,7 +48,7 @@ def write_vbin(program: Program) -> bytes:
     codec = codec_for(program.config)
     insn = stream_bytes(program.instructions, program.config)
     uops = codec.encode_uops(program.uops)
-    data = b"".join(seg.data for seg in program.segments)
+    data = b"".join(seg.data for seg in program.segments if not all_zero(seg.data))
     meta = build_meta(program)
     meta_from_json(meta, "cannot write .vbin: META")  # refuse anything the reader would refuse
     chunks = [("META", canonical_json(meta)), ("INSN", insn), ("UOPS", uops), ("DATA", data)]
@@ -201,7 +201,8 @@ def _read_chunks(chunks: dict[str, bytes], origin: str, lazy_source_map: bool) -
     instructions = decode_stream(insn_bytes, meta.config)
     uops = codec.decode_uops(uop_bytes)  # keeps every word as read (stray bits in ``raw``)
     blob = chunks["DATA"]
-    segments = [Segment(s.name, s.addr, blob[s.offset : s.offset + s.size], s.file) for s in meta.segments]
+    segments = [Segment(s.name, s.addr, bytes(s.size) if s.zero else blob[s.offset : s.offset + s.size], s.file)
+                for s in meta.segments]
     source_map = None
     if "SMAP" in chunks and lazy_source_map:
         source_map = LazySourceMap(chunks["SMAP"], meta.n_insns, f"{origin}: SMAP")
@@ -237,12 +238,12 @@ def _check_sizes(meta: Meta, chunks: dict[str, bytes], origin: str) -> None:
             )
     size = len(chunks["DATA"])
     for seg in meta.segments:
-        if seg.offset + seg.size > size:
+        if seg.offset + seg.stored > size:
             raise FormatError(
                 f"{origin}: segment '{seg.name}' (offset {seg.offset}, {seg.size} bytes) lies outside"
                 f" the DATA chunk ({size} bytes)"
             )
-    used = sum(seg.size for seg in meta.segments)
+    used = sum(seg.stored for seg in meta.segments)
     if used != size:
         raise FormatError(f"{origin}: chunk DATA has {size} bytes but the segments hold {used}")
 
