@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from vtasm.cli_support import config_option, refuse_overwriting, reports_errors, traceback_option
+from vtasm.cli_support import FILE, config_option, refuse_overwriting, reports_errors, traceback_option
 from vtasm.config import resolve_config
 from vtasm.errors import FormatError, UsageError
 from vtasm.fileio import write_atomic
@@ -17,8 +17,8 @@ EMITS = ("asm", "checked", "schedule", "ir", "dump", "vk")
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("source", type=click.Path(dir_okay=False))
-@click.option("--calibrate", type=click.Path(dir_okay=False), default=None, metavar="DATA.npy",
+@click.argument("source", type=FILE)
+@click.option("--calibrate", type=FILE, default=None, metavar="DATA.npy",
               help="ONNX models: calibration inputs ([samples, ...input shape]) that set the int8 scales.")
 @click.option("--calibration-method", type=click.Choice(["mse", "max"]), default="mse", show_default=True,
               help="ONNX models: each tensor's power-of-two scale has the least squared error over the "
@@ -26,10 +26,10 @@ EMITS = ("asm", "checked", "schedule", "ir", "dump", "vk")
 @click.option("--input-shape", "input_shapes", multiple=True, metavar="NAME=D0,D1,...",
               help="ONNX models: fix the shape of input NAME (dimensions the model leaves open, e.g. a dynamic "
                    "batch: --input-shape data=1,3,224,224); repeat for several inputs.")
-@click.option("--params", type=click.Path(dir_okay=False), default=None, metavar="WEIGHTS.npz",
+@click.option("--params", type=FILE, default=None, metavar="WEIGHTS.npz",
               help="Values of some entry-kernel inputs (the weights an ONNX import wrote beside its .vk), packed "
                    "into the program.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False),
+@click.option("-o", "--output", type=FILE,
               help="Write assembly (.vasm) or, for a .vbin name, the assembled program (default: assembly on stdout).")
 @click.option("--kernel", "kernel_name",
               help="Kernel to compile (default: 'main' if present, else the last one); only it and the kernels "
@@ -47,7 +47,7 @@ EMITS = ("asm", "checked", "schedule", "ir", "dump", "vk")
               help="Memory latency in cycles (overrides the profile).")
 @click.option("--set", "timing_sets", multiple=True, metavar="KEY=VALUE",
               help="Override one profile value, e.g. gemm.per_execution=2.")
-@click.option("--roofline", type=click.Path(dir_okay=False), default=None, metavar="FILE.png",
+@click.option("--roofline", type=FILE, default=None, metavar="FILE.png",
               help="Draw each result against the profile's compute and bandwidth roofs.")
 @click.option("--roofline-threads", is_flag=True,
               help="With --roofline: draw every result compiled with one and with two virtual threads.")
@@ -238,10 +238,14 @@ def _read_params(path: str) -> dict:
     import numpy as np
 
     try:
-        with np.load(path, allow_pickle=False) as data:
-            return {k: data[k] for k in data.files}
+        data = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as exc:
         raise FormatError(f"{path}: cannot read the weights ({' '.join(str(exc).split())[:120]})") from None
+    if not hasattr(data, "files"):
+        raise FormatError(f"{path}: one array; --params takes an .npz of arrays named after the kernel's inputs "
+                          "(numpy.savez(path, w=..., b=...))")
+    with data:
+        return {k: data[k] for k in data.files}
 
 
 def _draw_roofline(checked, cfg, kernel_name, profile, compiled, path: str, threads: bool, source: str) -> None:

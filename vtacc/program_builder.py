@@ -157,6 +157,10 @@ def compile_file(checked: ck.CheckedFile, cfg: VTAConfig, kernel_name: str | Non
     into the program's data and are no longer inputs of the run.
     """
     entry = pick_entry(checked, kernel_name)
+    unknown = sorted(set(params or {}) - {d.name for d in entry.inputs})
+    if unknown:
+        raise CompileError(f"the weights given ({', '.join(unknown)}) are not inputs of kernel '{entry.name}' "
+                           f"(its inputs: {', '.join(d.name for d in entry.inputs)})", entry.span)
     flat = _Flattener(checked)
     flat.taken |= {d.name for d in entry.inputs + entry.outputs}
     flat.kernel(entry, {}, {}, 0)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from vtasm.cli_support import config_option, open_program, reports_errors, traceback_option
+from vtasm.cli_support import FILE, config_option, open_program, reports_errors, traceback_option
 from vtasm.errors import FormatError, SimFault, UsageError
 from vtasm.fileio import same_file
 from vtasm.formats.network import network_file
@@ -50,7 +50,7 @@ def main() -> None:
 @click.option("--trace", is_flag=True, help="Print each instruction as it executes (runtime format).")
 @click.option("--trace-format", type=click.Choice(["text", "jsonl"]), default=None,
               help="Trace format: the runtime's text blocks (default) or JSON lines; implies --trace.")
-@click.option("--trace-file", type=click.Path(dir_okay=False), help="Write the trace to this file instead of stdout.")
+@click.option("--trace-file", type=FILE, help="Write the trace to this file instead of stdout.")
 @click.option("--trace-uops", is_flag=True, help="With --trace, list the micro-ops GEMM/ALU instructions ran.")
 @click.option("--trace-source", is_flag=True, help="With the text trace, add each instruction's source line "
               "and the tensor its DRAM address lies in (JSON lines always have them).")

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from vtasm.cli_support import FILE
 from vtasm.errors import UsageError
 from vtasm.program import Program
 
@@ -42,7 +43,7 @@ def timing_options(f: Callable) -> Callable:
                      help="Memory latency in cycles (a what-if override of the profile)."),
         click.option("--set", "timing_sets", multiple=True, metavar="KEY=VALUE",
                      help="Override one profile value, e.g. memory.bus_bytes=16 or clock_mhz=200."),
-        click.option("--timeline", type=click.Path(dir_okay=False), default=None, metavar="FILE.json|FILE.png",
+        click.option("--timeline", type=FILE, default=None, metavar="FILE.json|FILE.png",
                      help="Write the timeline: Chrome trace events (.json, opens in Perfetto) or a picture (.png)."),
     ]
     for option in reversed(options):

@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from .cli_support import (
+    FILE,
     config_option,
     explicit_config,
     open_program,
@@ -28,8 +29,8 @@ def main() -> None:
 
 
 @main.command()
-@click.argument("source", type=click.Path(dir_okay=False))
-@click.option("-o", "--output", type=click.Path(dir_okay=False),
+@click.argument("source", type=FILE)
+@click.option("-o", "--output", type=FILE,
               help="Output .vbin (default: the source with .vbin for .vasm: k.vasm -> k.vbin).")
 @config_option
 @traceback_option
@@ -46,7 +47,7 @@ def assemble(source: str, output: str | None, config_path: str | None) -> None:
 
 @main.command()
 @click.argument("binary", type=click.Path())
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the assembly here (default: stdout).")
+@click.option("-o", "--output", type=FILE, help="Write the assembly here (default: stdout).")
 @config_option
 @traceback_option
 @reports_errors
@@ -92,7 +93,7 @@ def dump(binary: str, uops: bool, config_path: str | None) -> None:
 
 
 @main.command("export")
-@click.argument("binary", type=click.Path(dir_okay=False))
+@click.argument("binary", type=FILE)
 @click.option("--raw", "raw_dir", required=True, type=click.Path(file_okay=False), help="Directory to write.")
 @click.option("--force", is_flag=True, help="Write into a directory that is not empty.")
 @config_option
@@ -112,7 +113,7 @@ def export_cmd(binary: str, raw_dir: str, force: bool, config_path: str | None) 
 
 @main.command("import")
 @click.argument("raw_dir", type=click.Path(file_okay=False))
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Output .vbin.")
+@click.option("-o", "--output", required=True, type=FILE, help="Output .vbin.")
 @config_option
 @traceback_option
 @reports_errors

@@ -18,7 +18,7 @@ from typing import Any
 import click
 
 from .config import VTAConfig, resolve_config
-from .errors import VtaError
+from .errors import FormatError, VtaError
 
 EXIT_OK, EXIT_BAD_INPUT, EXIT_USAGE, EXIT_FAULT = 0, 1, 2, 3
 EXIT_INTERNAL = 70  # EX_SOFTWARE: never the bad-input code, which would blame the input
@@ -36,10 +36,28 @@ def config_option(fn: Callable) -> Callable:
     return click.option(
         "--config",
         "config_path",
-        type=click.Path(dir_okay=False),
+        type=FILE,
         default=None,
         help="vta_config.json to use (default: ./vta_config.json, else the built-in 1x16x16).",
     )(fn)
+
+
+class DirectoryGiven(str):
+    """A file argument that names a directory: the command reports it as bad input (one line, exit 1)."""
+
+
+class FilePath(click.ParamType):
+    """A file name (read or written). A directory there is bad input the command reports in one line, like a
+    missing file, not a usage error."""
+
+    name = "file"
+
+    def convert(self, value, param, ctx):
+        text = str(value)
+        return DirectoryGiven(text) if os.path.isdir(text) else text
+
+
+FILE = FilePath()
 
 
 def reports_errors(fn: Callable) -> Callable:
@@ -49,6 +67,9 @@ def reports_errors(fn: Callable) -> Callable:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         show_stack = kwargs.pop("traceback", False)
         try:
+            for value in kwargs.values():
+                if isinstance(value, DirectoryGiven):
+                    raise FormatError(f"{value}: a directory, where a file is expected")
             return fn(*args, **kwargs)
         except VtaError as exc:
             if show_stack:

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import click
 
-from vtasm.cli_support import reports_errors, traceback_option
+from vtasm.cli_support import FILE, reports_errors, traceback_option
 from vtasm.errors import UsageError
 from vtasm.fileio import write_atomic
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("spec_path", metavar="SPEC.toml", type=click.Path(dir_okay=False))
+@click.argument("spec_path", metavar="SPEC.toml", type=FILE)
 @click.option("-o", "--output", "out_dir", required=True, type=click.Path(file_okay=False),
               help="Results directory: points.csv (+ .parquet), summary.txt, pareto-*.png. Rerunning the same "
                    "spec into it resumes: finished points are not computed again.")
@@ -69,7 +69,8 @@ def explore(spec_path: str, out_dir: str, workers: int | None, scheduler: str | 
     if not no_pictures:
         try:
             paths = draw_fronts(rows, out_dir, spec.title)
-            click.echo("pictures: " + ", ".join(str(p) for p in paths), err=True)
+            click.echo("pictures: " + ", ".join(str(p) for p in paths) if paths else
+                       "no pictures: no point finished, so there is no front to draw", err=True)
         except ImportError:
             click.echo("no pictures: matplotlib is not installed (pip install 'vta-toolchain[plot]')", err=True)
     else:
