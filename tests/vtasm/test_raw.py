@@ -364,3 +364,28 @@ def test_one_file_in_two_segments_cannot_hold_a_tensor(tmp_path):
     d = write_dir(tmp_path, layout, {"insn.bin": INSN, "t.bin": b"1234"})
     with pytest.raises(FormatError, match="is the file of 2 segments"):
         import_raw(d)
+
+
+def test_export_then_import_is_the_same_vbin_byte_for_byte(tmp_path):
+    """Issue 23, item 4: the micro-op labels and the source map travel in layout.json (they were dropped)."""
+    from .test_vbin import sample
+
+    program = sample(source_map=True)
+    assert program.uop_labels and program.source_map
+    export_raw(program, tmp_path / "raw")
+    layout = json.loads((tmp_path / "raw" / "layout.json").read_text())
+    assert layout["uop_labels"] == [["gemm_k", 0], ["alu_k", 1]]
+    assert layout["source_map"]
+    assert write_vbin(import_raw(tmp_path / "raw")) == write_vbin(program)
+
+
+def test_layout_labels_past_the_micro_ops_are_refused(tmp_path):
+    from .test_vbin import sample
+
+    export_raw(sample(source_map=False), tmp_path / "raw")
+    path = tmp_path / "raw" / "layout.json"
+    layout = json.loads(path.read_text())
+    layout["uop_labels"] = [["far", 99]]
+    path.write_text(json.dumps(layout))
+    with pytest.raises(FormatError, match="uop_labels"):
+        import_raw(tmp_path / "raw")

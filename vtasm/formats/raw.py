@@ -8,8 +8,9 @@ identical. Every path named by a layout stays inside its directory.
 
 Besides the standard keys, a layout may carry the program's tensor
 table (``tensors``: the META entries of vbin.md, each with the ``file`` of
-its segment), so that tensor names survive export and import; other tools
-ignore the key.
+its segment), its micro-op labels (``uop_labels``, as in META) and its
+source map (``source_map``, as the SMAP chunk), so that a .vbin exported and
+imported again is the same file, byte for byte; other tools ignore the keys.
 """
 
 from __future__ import annotations
@@ -26,13 +27,13 @@ from vtasm.fileio import read_bytes, read_mapped, write_atomic
 from vtasm.program import DumpRange, Program, Segment, TensorInfo, first_overlap
 
 from .jsonfields import get_int, get_list, get_object, get_str, parse_json
-from .meta import SegmentEntry, _tensor_entry, _tensors
+from .meta import SegmentEntry, _labels, _tensor_entry, _tensors, smap_from_json, smap_to_json
 from .network import is_network
 from .vbin import check_config_matches, config_difference, is_vbin, read_vbin
 
 LAYOUT = "layout.json"
 LAYOUT_KEYS = ("config", "insn_addr", "uop_addr", "insn_file", "uop_file", "segments", "dump", "dram_bytes",
-               "tensors")
+               "tensors", "uop_labels", "source_map")
 DEFAULT_INSN_FILE = "insn.bin"
 DEFAULT_UOP_FILE = "uop.bin"
 
@@ -130,17 +131,23 @@ def import_raw(directory: str | Path, cfg: VTAConfig | None = None,
         uops = codec.decode_uops(uop_data)  # keeps every word as read (stray bits in ``raw``)
 
     placed: list[tuple[str, int, bytes]] = []
+    given: dict[str, str] = {}  # segment file -> the name the layout gives it (this toolchain's own key)
     for i, item in enumerate(get_list(layout.get("segments", []), f"{where} segments")):
         at = f"{where} segments[{i}]"
-        obj = get_object(item, at, ("file", "addr"))
+        obj = get_object(item, at, ("file", "addr"), ("name",))
         file = get_str(obj["file"], f"{at}.file")
         addr = get_int(obj["addr"], f"{at}.addr", allow_hex=True)
+        if "name" in obj:
+            name = get_str(obj["name"], f"{at}.name")
+            if name in given.values() or name in _RESERVED:
+                raise FormatError(f"{at}.name: {name!r} is {'reserved' if name in _RESERVED else 'taken'}")
+            given[file] = name
         placed.append((file, addr, read_mapped(inside(d, file, f"{at}.file"), "segment file")))
     named, tensors = _read_tensors(layout.get("tensors", []), placed, f"{where} tensors")
     segments: list[Segment] = []
-    taken = set(named.values())
+    taken = set(named.values()) | set(given.values())
     for file, addr, data in placed:
-        name = named.get(file) or _segment_name(file, taken)
+        name = named.get(file) or given.get(file) or _segment_name(file, taken)
         segments.append(Segment(name, addr, data, None if f"{name}.bin" == file else file))
 
     dumps = []
@@ -172,7 +179,9 @@ def import_raw(directory: str | Path, cfg: VTAConfig | None = None,
         segments=segments,
         tensors=tensors,
         dumps=dumps,
-        source_map=None,
+        uop_labels=_labels(layout.get("uop_labels", []), len(uops), f"{where} uop_labels"),
+        source_map=None if layout.get("source_map") is None else smap_from_json(
+            layout["source_map"], len(instructions), f"{where} source_map"),
         dram_bytes=None if dram is None else get_int(dram, f"{where} dram_bytes", allow_hex=True),
         insn_file=insn_file,
         uop_file=uop_file,
@@ -225,10 +234,17 @@ def layout_of(program: Program) -> dict:
     }
     if program.uops:
         layout["uop_file"] = program.uop_file
-    layout["segments"] = [{"file": seg.file_name, "addr": seg.addr} for seg in program.segments]
+    layout["segments"] = [{"file": seg.file_name, "addr": seg.addr,
+                           **({"name": seg.name} if seg.file and seg.name != _segment_name(seg.file, set()) else {})}
+                          for seg in program.segments]  # a name its file would not give it is kept
     layout["dump"] = [{"addr": r.addr, "nbytes": r.nbytes, "file": r.file} for r in program.dumps]
     if program.dram_bytes is not None:
         layout["dram_bytes"] = program.dram_bytes
+    if program.uop_labels:
+        layout["uop_labels"] = [[name, index] for name, index in
+                                sorted(program.uop_labels.items(), key=lambda kv: kv[1])]
+    if program.source_map:
+        layout["source_map"] = smap_to_json(program.source_map)
     if program.tensors:
         order = {seg.name: i for i, seg in enumerate(program.segments)}
         layout["tensors"] = [{"file": program.segment(t.name).file_name, **_tensor_entry(t)}
