@@ -43,7 +43,8 @@ def main() -> None:
 @click.option("--output", "outputs", multiple=True, metavar="NAME=FILE.npy", help="Tensor output (logical layout).")
 @click.option("--dump-dram", "dram_dumps", multiple=True, metavar="ADDR:NBYTES:FILE", help="Write a DRAM range.")
 @click.option("--out-dir", type=click.Path(file_okay=False), help="Where the program's result ranges go "
-              "(default: next to the program, named after it: k.vbin -> k.out/).")
+              "(default: next to the program, named after it: k.vbin -> k.out/; not written when --output "
+              "takes the results and no --out-dir asks for them).")
 @click.option("--max-ops", type=click.IntRange(min=1), default=DEFAULT_MAX_OPS, show_default=True,
               help="Budget of instructions plus micro-op executions.")
 @click.option("--profile", is_flag=True, help="Print the profiler counters as JSON.")
@@ -114,7 +115,8 @@ def run(program: str | None, config_path: str | None, inputs: tuple[str, ...], z
         inputs=[parse_assignment(t, "--input") for t in inputs],
         outputs=[parse_assignment(t, "--output") for t in outputs],
         dram_dumps=[parse_dram_range(t) for t in dram_dumps],
-        out_dir=Path(out_dir) if out_dir else default_out_dir(program),
+        # the program's own result ranges go to a directory when asked, or when no --output takes the results
+        out_dir=Path(out_dir) if out_dir else None if outputs else default_out_dir(program),
         max_ops=max_ops,
         trace=(trace_format or "text") if (trace or trace_uops or trace_source or trace_format or trace_file) else None,
         trace_uops=trace_uops,

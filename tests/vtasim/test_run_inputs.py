@@ -228,3 +228,12 @@ def test_inputs_agree_with_the_definition_byte_by_byte(seed):
             insns.append(load(mem, 0, at, x, y, stride))
     program = img.program([*insns, finish()])
     assert read_tensors(program) == _read_before_written(program)
+
+
+def test_result_ranges_are_written_only_when_no_output_takes_the_results_or_when_asked(vadd):
+    """Issue 23, item 6: --output gives the results, so PROG.out/ is not written as well (unless --out-dir)."""
+    given = ("--input", f"A={vadd / 'a.npy'}", "--input", f"B={vadd / 'b.npy'}", "--output", f"C={vadd / 'c.npy'}")
+    assert run(vadd / "v.vbin", *given).exit_code == 0
+    assert (vadd / "c.npy").exists() and not (vadd / "v.out").exists()
+    assert run(vadd / "v.vbin", *given, "--out-dir", str(vadd / "asked")).exit_code == 0
+    assert (vadd / "asked" / "C.bin").exists()

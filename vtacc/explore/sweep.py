@@ -53,14 +53,15 @@ def stop_client(client) -> None:
 
 
 class Progress:
-    """Points done, failed and the time left: a tqdm bar where tqdm is installed, else a line per tenth."""
+    """Points done, failed and the time left: a tqdm bar on a terminal where tqdm is installed, else (a log, a
+    pipe) a line per tenth."""
 
     def __init__(self, total: int, show: bool = True):
         self.total, self.counts, self.started = total, Counter(), time.perf_counter()
         self.bar = None
         self.next_line = 0.1
         self.show = show
-        if show:
+        if show and sys.stderr.isatty():  # a bar redraws itself with carriage returns: only on a terminal
             try:
                 from tqdm import tqdm
 

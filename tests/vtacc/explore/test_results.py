@@ -74,3 +74,15 @@ def test_parquet_holds_the_same_rows(tmp_path):
     table.close()
     data = pq.read_table(path).to_pylist()
     assert [(r["key"], r["status"], r["cycles"]) for r in data] == [("a", "ok", 77), ("b", "refused", None)]
+
+
+def test_progress_writes_lines_not_a_bar_when_stderr_is_no_terminal(capsys):
+    """Issue 23, item 6: tqdm's carriage returns filled logs; off a terminal the progress is a line per tenth."""
+    from vtacc.explore.sweep import Progress
+
+    progress = Progress(10, show=True)
+    assert progress.bar is None
+    for _ in range(10):
+        progress.update({"status": "ok"})
+    err = capsys.readouterr().err
+    assert "\r" not in err and err.count("\n") >= 5 and "10/10 points" in err
