@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import math
 from collections import defaultdict
 from pathlib import Path
 
@@ -65,64 +66,127 @@ def front_text(rows: list[dict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+# Tick mantissas tried on a log axis, sparsest first: base 10 (1-2-5 and denser) and base 2 (octaves, halves).
+_SUBS = {10: ((1.0,), (1.0, 2.0, 5.0), (1.0, 1.5, 2.0, 3.0, 5.0, 7.0)), 2: ((1.0,), (1.0, 1.5))}
+_LINEAR_STEPS = (1.0, 2.0, 2.5, 5.0)
+
+
+def _log_candidates(lo: float, hi: float, base: int, subs: tuple[float, ...]) -> list[float]:
+    """The ticks ``sub * base**k`` inside [lo, hi]."""
+    first = math.floor(math.log(lo, base)) - 1
+    last = math.ceil(math.log(hi, base)) + 1
+    ticks = (s * float(base) ** k for k in range(first, last + 1) for s in subs)
+    return sorted(t for t in ticks if lo * (1 - 1e-9) <= t <= hi * (1 + 1e-9))
+
+
+def _linear_ticks(lo: float, hi: float, target: int = 5) -> list[float]:
+    """Evenly spaced round ticks inside [lo, hi] (a narrow log range reads best with these)."""
+    raw = (hi - lo) / target
+    magnitude = 10.0 ** math.floor(math.log10(raw))
+    step = next((s * magnitude for s in _LINEAR_STEPS if s * magnitude >= raw), 10 * magnitude)
+    first = math.ceil(lo / step)
+    return [round(k * step, 12) for k in range(first, math.floor(hi / step) + 1)]
+
+
+def log_ticks(lo: float, hi: float, base: int = 10) -> list[float]:
+    """Labelled ticks for a log axis over [lo, hi]: the sparsest round set with 4 to 9 ticks, else one with
+    3, else evenly spaced round values (a range too narrow for round log ticks)."""
+    sets = [_log_candidates(lo, hi, base, subs) for subs in _SUBS[base]]
+    for ticks in sets:
+        if 4 <= len(ticks) <= 9:
+            return ticks
+    fitting = [t for t in sets if 3 <= len(t) <= 9]
+    if fitting:
+        return fitting[0]
+    if len(sets[0]) > 9:  # many decades: every k-th power
+        return sets[0][::-(-len(sets[0]) // 9)]
+    return _linear_ticks(lo, hi)
+
+
+def _label_ticks(ax, base_x: int) -> None:
+    """Readable labelled ticks on both log axes of ``ax`` (at the limits the points gave it)."""
+    import matplotlib.ticker
+
+    plain = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")
+    for axis, limits, base in ((ax.xaxis, ax.get_xlim(), base_x), (ax.yaxis, ax.get_ylim(), 10)):
+        axis.set_major_locator(matplotlib.ticker.FixedLocator(log_ticks(*limits, base=base)))
+        axis.set_major_formatter(plain)
+        axis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+    ax.set_xlim(*ax.get_xlim())  # the fixed ticks belong to these limits
+    ax.set_ylim(*ax.get_ylim())
+
+
+def _shapes(groups: dict[str, list[dict]]) -> dict[tuple[int, int], tuple[str, str]]:
+    """A marker and a legend label per (LOG_BATCH, LOG_BLOCK) of the points: the GEMM core's shape."""
+    keys = sorted({(r.get("LOG_BATCH", 0), r["LOG_BLOCK"]) for v in groups.values() for r in v})
+    batches = {b for b, _ in keys}
+    return {(b, k): ("o^sDvP*Xph<>"[i % 12],
+                     f"batch {1 << b}, block {1 << k}" if len(batches) > 1 else f"block {1 << k}")
+            for i, (b, k) in enumerate(keys)}
+
+
+def _draw_panel(ax, name: str, mine: list[dict], x: str, colours: dict, shapes: dict) -> None:
+    """One workload's points (hollow, so points on top of each other stay visible) and its front."""
+    scale = 1024 if x == "onchip_bytes" else 1
+    for r in mine:
+        ax.scatter(r[x] / scale, r["time_us"] / 1e3, facecolors="none", edgecolors=[colours[r["hardware"]]],
+                   marker=shapes[(r.get("LOG_BATCH", 0), r["LOG_BLOCK"])][0], s=34, alpha=0.85, linewidths=1.1)
+    best = front(mine, x)
+    xs = [r[x] / scale for r in best]
+    ys = [r["time_us"] / 1e3 for r in best]
+    ax.step(xs, ys, where="post", color="black", linewidth=1.1, zorder=3)
+    ax.scatter(xs, ys, facecolors="none", edgecolors="black", s=90, linewidths=1.0, zorder=4)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.margins(0.08)
+    _label_ticks(ax, 2 if x == "peak_macs_per_cycle" else 10)
+    ax.tick_params(axis="both", labelsize=7, which="both")
+    ax.set_title(f"{name} ({len(best)} of {len(mine)} on the front)", fontsize=9,
+                 fontweight="bold" if name == ALL else "normal")
+    ax.grid(True, which="both", linewidth=0.3, alpha=0.5)
+
+
 def draw_fronts(rows: list[dict], directory: str | Path, title: str) -> list[Path]:
-    """Draw ``pareto-memory.png`` and ``pareto-macs.png``: a panel per workload, a mark per point."""
+    """Draw ``pareto-memory.png`` and ``pareto-macs.png``: a panel per workload, a mark per point (colour: the
+    hardware; shape: the GEMM core's batch and block)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import matplotlib.ticker
     from matplotlib.lines import Line2D
 
     groups = {k: v for k, v in by_workload(rows).items() if v}
     if not groups:
         return []
     hardware = sorted({r["hardware"] for v in groups.values() for r in v})
-    blocks = sorted({r["LOG_BLOCK"] for v in groups.values() for r in v})
     colours = {h: plt.get_cmap("tab10")(i % 10) for i, h in enumerate(hardware)}
-    markers = {b: "o^sDvP*"[i % 7] for i, b in enumerate(blocks)}
+    shapes = _shapes(groups)
     columns = min(4, len(groups))
     lines = -(-len(groups) // columns)
+    handles = [Line2D([], [], color=colours[h], marker="o", linestyle="", label=h) for h in hardware]
+    handles += [Line2D([], [], color="gray", marker=m, markerfacecolor="none", linestyle="", label=text)
+                for m, text in shapes.values()]
+    handles.append(Line2D([], [], color="black", marker="o", markerfacecolor="none", label="Pareto front"))
+    width = 4.2 * columns
+    entry_in = 0.45 + 0.075 * max(len(h.get_label()) for h in handles)  # marker, gap and 8-point text
+    ncol = max(1, min(len(handles), 6, int(0.95 * width / entry_in)))
+    legend_in = 0.18 * -(-len(handles) // ncol) + 0.2
     written = []
     for x, label, filename in AXES:
-        fig, axes = plt.subplots(lines, columns, figsize=(4.2 * columns, 3.4 * lines + 1.2), dpi=110, squeeze=False)
+        height = 3.4 * lines + 0.9 + legend_in
+        fig, axes = plt.subplots(lines, columns, figsize=(width, height), dpi=110, squeeze=False)
         for ax in axes.flat[len(groups):]:
             ax.set_visible(False)
         for ax, (name, mine) in zip(axes.flat, groups.items(), strict=False):
-            scale = 1024 if x == "onchip_bytes" else 1
-            for r in mine:
-                ax.scatter(r[x] / scale, r["time_us"] / 1e3, color=colours[r["hardware"]],
-                           marker=markers[r["LOG_BLOCK"]], s=22, alpha=0.75, linewidths=0)
-            best = front(mine, x)
-            xs = [r[x] / scale for r in best]
-            ys = [r["time_us"] / 1e3 for r in best]
-            ax.step(xs, ys, where="post", color="black", linewidth=1.1, zorder=3)
-            ax.scatter(xs, ys, facecolors="none", edgecolors="black", s=60, linewidths=1.0, zorder=4)
-            ax.set_xscale("log", base=2)
-            ax.set_yscale("log")
-            ax.xaxis.set_major_locator(matplotlib.ticker.LogLocator(base=2, subs=(1.0, 1.5)))
-            ax.xaxis.set_minor_locator(matplotlib.ticker.LogLocator(base=2, subs=(1.25, 1.75)))
-            ax.xaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-            ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(base=10, subs=(1.0, 2.0, 3.0, 5.0)))
-            ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-            ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
-            ax.tick_params(axis="both", labelsize=7, which="both")
-            ax.set_title(f"{name} ({len(best)} of {len(mine)} on the front)", fontsize=9,
-                         fontweight="bold" if name == ALL else "normal")
-            ax.grid(True, which="both", linewidth=0.3, alpha=0.5)
+            _draw_panel(ax, name, mine, x, colours, shapes)
         for ax in axes[:, 0]:
             ax.set_ylabel("latency (ms)", fontsize=8)
         for ax in axes[-1, :]:
-            ax.set_xlabel(label, fontsize=8)
-        handles = [Line2D([], [], color=colours[h], marker="o", linestyle="", label=h) for h in hardware]
-        handles += [Line2D([], [], color="gray", marker=markers[b], linestyle="", label=f"block {1 << b}")
-                    for b in blocks]
-        handles.append(Line2D([], [], color="black", marker="o", markerfacecolor="none", label="Pareto front"))
-        fig.legend(handles=handles, loc="lower center", ncol=min(len(handles), 6), fontsize=8, frameon=False)
+            ax.set_xlabel(label if columns > 1 else label.replace(" (", "\n("), fontsize=8)
+        fig.legend(handles=handles, loc="lower center", ncol=ncol, fontsize=8, frameon=False)
         fig.suptitle(f"{title}: latency against {'on-chip memory' if x == 'onchip_bytes' else 'peak MACs'}",
                      fontsize=11)
-        fig.tight_layout(rect=(0, 0.5 / (3.4 * lines + 1.2) + 0.04, 1, 0.97))
+        fig.tight_layout(rect=(0, legend_in / height, 1, 0.97))
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png")
         plt.close(fig)

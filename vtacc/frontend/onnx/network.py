@@ -23,6 +23,7 @@ from vtasim.host.ops import OPS as HOST_OPS
 from vtasim.host.step import node_macs
 from vtasm.errors import ModelError
 from vtasm.formats.network import HostNode
+from vtasm.portability import SHIFT_MAX
 
 from .graph import Graph, Node
 
@@ -627,7 +628,7 @@ def power_sum(alpha: float, terms: int = 4, tolerance: float = 0.01) -> tuple[in
     shifts, left = [], alpha
     for _ in range(terms):
         k = math.ceil(-math.log2(left) - 1e-12)
-        if k > 15:
+        if k > SHIFT_MAX:  # a right shift VTA's portable ALU takes
             break
         shifts.append(k)
         left -= 2.0**-k

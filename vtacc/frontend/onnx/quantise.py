@@ -21,12 +21,13 @@ from vtacc.frontend.check_builtins import average_multiplier
 from vtasim.host import quant
 from vtasm.errors import ModelError
 from vtasm.formats.network import EXP_LIMIT
+from vtasm.portability import SHIFT_MAX
 
 from .calibrate import Statistics, calibrate, exponent_for
 from .float_run import run_float  # noqa: F401  (the float network, where callers have always found it)
 from .network import Layer, Network
 
-MAX_SHIFT = 15  # VTA's portable shift amounts (a tensor shift must stay in 0..15)
+MAX_SHIFT = SHIFT_MAX  # VTA's portable shift amounts (a tensor shift must stay in 0..15; isa.md section 7)
 
 
 @dataclass
