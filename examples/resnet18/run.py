@@ -48,21 +48,36 @@ def layer_cycles(model: CompiledModel) -> list[tuple[str, int]]:
     return out
 
 
+# The chart's colours: what each kind of layer is, tried in this order on the layer's name.
+KINDS = (("conv", "#4c72b0", "convolution (with its batch norm and ReLU folded in)"),
+         ("add", "#dd8452", "residual add"),
+         ("", "#55a868", "other: pooling, fully connected (logits)"))
+
+
+def colour_of(name: str) -> str:
+    """The chart colour of a layer: the first of KINDS whose key is in its name."""
+    return next(colour for key, colour, _ in KINDS if key in name)
+
+
 def draw(layers: list[tuple[str, int]], mhz: float, path: Path, title: str) -> None:
+    """A bar per layer (its time in ms), coloured by kind, with a legend of the kinds drawn."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
 
     fig, ax = plt.subplots(figsize=(12, 4.5))
     names = [n for n, _ in layers]
     ms = [c / mhz / 1000 for _, c in layers]
-    colours = ["#4c72b0" if "conv" in n else "#dd8452" if "add" in n else "#55a868" for n in names]
+    colours = [colour_of(n) for n in names]
     ax.bar(range(len(names)), ms, color=colours)
     ax.set_xticks(range(len(names)), names, rotation=75, ha="right", fontsize=7)
     ax.set_ylabel("time on VTA (ms)")
     ax.set_title(title, fontsize=10)
     ax.grid(axis="y", alpha=0.3)
+    ax.legend(handles=[Patch(facecolor=c, label=text) for _, c, text in KINDS if c in colours],
+              loc="upper right", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)

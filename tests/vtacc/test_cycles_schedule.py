@@ -94,3 +94,55 @@ def test_roofline_picture_and_refusals(tmp_path):
     assert alone.returncode == 2 and "--roofline" in alone.stderr
     unknown = tool("vtacc", EXAMPLES / "resnet_c8.vk", "--set", "gemm.speed=2", cwd=tmp_path)
     assert unknown.returncode == 1 and "unknown profile key gemm.speed" in unknown.stderr
+
+
+CALLS = """
+kernel dw(x: int8[1, 16, 8, 8], w: int8[16, 16, 3, 3]) -> y: int8[1, 16, 8, 8] {
+    y = clip(conv2d(x, w, pad=1) >> 8, 0, 127)
+}
+
+kernel g(x: int8[1, 32, 8, 8], w: int8[16, 32, 1, 1]) -> y: int8[1, 16, 8, 8] {
+    y = clip(conv2d(x, w) >> 8, 0, 127)
+}
+
+kernel main(x: int8[1, 16, 8, 8], w: int8[16, 16, 3, 3], w2: int8[16, 32, 1, 1], w3: int8[16, 16, 3, 3])
+    -> (y: int8[1, 16, 8, 8], z: int8[1, 16, 8, 8]) {
+    t = concat(dw(x, w), x)
+    y = g(t, w2)
+    z = clip(dw(dw(x, w3), w3) + x, -128, 127)
+}
+"""
+
+
+def test_roofline_points_carry_the_users_names():
+    """The compiler's names (main_concat_c0, dw_y_2, ...) become the kernel called or the entry's result."""
+    compiled = compile_file(check_source(CALLS, "calls.vk"), default_config())
+    points = roofline_points(compiled)
+    assert [p.name for p in points] == ["main_concat_c0", "main_concat_c16", "y", "dw_y", "dw_y_2", "z"]
+    assert [getattr(p, "label", p.name) for p in points] == ["dw #1", "concat [c16:]", "g", "dw #2", "dw #3", "z"]
+
+
+def test_roofline_picture_numbers_its_points_and_names_them_in_a_key(tmp_path, monkeypatch):
+    import matplotlib.pyplot as plt
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    from vtacc.roofline import RooflinePoint, draw_roofline
+
+    kept: list = []
+    monkeypatch.setattr(plt, "close", kept.append)
+    # eight results a few percent apart: their names written beside them would pile up
+    points = [RooflinePoint(f"main_concat_{k}_c{16 * k}", 1000, 40_000 + 900 * k, 0, 1000, 1000, 0.0, 0.0, 100.0)
+              for k in range(8)] + [RooflinePoint("conv1_y", 4000, 100_000, 0, 500, 500, 0.0, 0.0, 100.0)]
+    for point, label in zip(points, [f"fire{k}" for k in range(8)] + ["conv1"], strict=True):
+        point.label = label
+    p = resolve_profile("chisel-2019", 16)
+    draw_roofline({"as compiled": points}, p, default_config(), tmp_path / "r.png", "t")
+    ax = kept[0].axes[0]
+    texts = [t for t in ax.texts if t.get_text()]
+    key = "\n".join(t.get_text() for t in texts if "\n" in t.get_text())
+    assert all(f"{k + 1} fire{k}" in key for k in range(8)) and "9 conv1" in key and "main_concat" not in key
+    numbers = [t for t in texts if "\n" not in t.get_text()]
+    assert sorted(int(n) for t in numbers for n in t.get_text().split(",")) == list(range(1, 10))
+    renderer = FigureCanvasAgg(kept[0]).get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in numbers]
+    assert not any(a.overlaps(b) for k, a in enumerate(boxes) for b in boxes[k + 1:])

@@ -213,3 +213,57 @@ def test_crowded_rows_show_each_kinds_share_of_every_pixel():
     assert edges.tolist() == [0, 4, 8, 12]
     assert np.allclose(shares["gemm"], [1.0, 0.25, 1.0])
     assert np.allclose(shares["token wait"], [0.25, 1.0, 0.25])
+
+
+LAYERED = """
+kernel inner(x: int8[1, 16, 8, 8], w: int8[16, 16, 3, 3]) -> y: int8[1, 16, 8, 8] {
+    y = clip(conv2d(x, w, pad=1) >> 8, 0, 127)
+}
+
+kernel main(x: int8[1, 16, 8, 8], w1: int8[16, 16, 3, 3], w2: int8[16, 16, 3, 3]) -> y: int8[1, 16, 4, 4] {
+    t = inner(x, w1)
+    y = max_pool(inner(t, w2), 2, stride=2, pad=0)
+}
+"""
+
+
+def _drawn_gantt(program: Program, path, monkeypatch):
+    """The figure draw_gantt saves (kept for inspection) and the timing result it drew."""
+    from matplotlib.figure import Figure
+
+    saved, save = [], Figure.savefig
+    monkeypatch.setattr(Figure, "savefig", lambda fig, *a, **k: (saved.append(fig), save(fig, *a, **k))[1])
+    result = time_program(program, load_profile())
+    draw_gantt(result, program, path)
+    return saved[0], result
+
+
+def test_gantt_marks_where_each_layer_starts_with_its_name(tmp_path, monkeypatch):
+    program = compile_file(check_source(LAYERED, "layered.vk"), default_config()).program
+    fig, result = _drawn_gantt(program, tmp_path / "g.png", monkeypatch)
+    timeline = fig.axes[0]
+    names = [t.get_text() for t in timeline.texts if "(line" in t.get_text()]
+    # one kernel's line twice (two calls, two results), then the pooling's line
+    assert names == ["inner_y (line 3)", "inner_y_2 (line 3)", "y (line 8)"]
+    firsts = {}
+    for it in sorted(result.timeline.insns, key=lambda it: it.index):
+        line = program.source_map[it.index].line if it.index in program.source_map else None
+        firsts.setdefault(line, it.start)
+    marked = sorted({line.get_xdata()[0] for line in timeline.lines if len(set(line.get_xdata())) == 1})
+    assert marked[0] == firsts[3] and marked[-1] == firsts[8] and len(marked) == 3
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in timeline.texts if "(line" in t.get_text()]
+    assert not any(a.overlaps(b) for k, a in enumerate(boxes) for b in boxes[k + 1:])
+
+
+def test_gantt_layer_names_closer_than_their_width_are_staggered_or_left_out():
+    from vtasim.timing.gantt import _MARK_LEVELS, _stagger
+
+    marks = [(10 * k, f"layer_{k}_y (line {k})") for k in range(40)]  # ten cycles apart: a pixel at 1 cycle/px
+    placed = _stagger(marks, 1.0)
+    assert 3 <= len(placed) < 40 and {p[2] for p in placed} == set(range(_MARK_LEVELS))
+    for level in range(_MARK_LEVELS):
+        spans = sorted((c, c + 7 * len(n)) for c, n, lv, _ in placed if lv == level)
+        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False))

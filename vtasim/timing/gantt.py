@@ -25,6 +25,9 @@ from vtasm.errors import UsageError
 from vtasm.fileio import write_atomic
 from vtasm.program import Program
 
+from ..executable import executable
+from ..inputs import dram_rows
+from ..trace import Locator
 from .chrome_trace import category, insn_name
 from .plan import MODULES
 from .run import TimingResult
@@ -44,6 +47,8 @@ WIDTH_IN, HEIGHT_IN, DPI = 15.0, 7.5, 110
 _PLOT_PX = 0.8 * WIDTH_IN * DPI  # roughly the pixels across the time axis
 _MAX_LABELS = 150
 _CHAR_PX = 0.6 * 7 * DPI / 72  # rough width of a character of the 7-point bar labels
+_MARK_LEVELS = 3  # layer names are staggered over this many lines above the rows, then left out
+_MARK_BAND = 0.38  # height of one line of layer names, in rows
 
 
 def _bars(result: TimingResult) -> dict[int, list[tuple[int, int, str, int]]]:
@@ -128,6 +133,68 @@ def _draw_crowded(ax, bars: list[tuple[int, int, str, int]], pixel: float, y: fl
         bottom = bottom + height
 
 
+def _stored_tensor(program: Program, locator: Locator, index: int) -> str | None:
+    """The tensor (segment) a STORE writes, else None."""
+    insn = executable(program.instructions[index])
+    rows = dram_rows(program, insn) if insn.kind == "store" else None
+    return None if rows is None else locator.address(rows[0]).split("+")[0]
+
+
+def layer_starts(result: TimingResult, program: Program) -> list[tuple[int, str]]:
+    """(first cycle, name) of each layer, in program order.
+
+    A layer is a run of instructions from one source line (an instruction without one belongs to the line
+    before it) that store into one tensor (the next STORE's); it is named by that tensor and the line.
+    """
+    locator = Locator(program)
+    lines = program.source_map or {}
+    n = len(program.instructions)
+    stored: list[str | None] = [None] * n
+    for i in range(n - 1, -1, -1):  # each instruction's next STORE
+        stored[i] = _stored_tensor(program, locator, i) or (stored[i + 1] if i + 1 < n else None)
+    starts = {it.index: it.start for it in result.timeline.insns}
+    marks: list[tuple[int, str]] = []
+    key, loc = None, None
+    for i in range(n):
+        loc = lines.get(i, loc)
+        if stored[i] is not None and (loc, stored[i]) != key and i in starts:
+            key = (loc, stored[i])
+            marks.append((starts[i], stored[i] + (f" (line {loc.line})" if loc is not None else "")))
+    return marks
+
+
+def _stagger(marks: list[tuple[int, str]], pixel: float) -> list[tuple[int, str, int, bool]]:
+    """(cycle, name, line, name left of the mark) of the names that fit: each on the first of the lines
+    where it keeps 6 pixels from the name before it; a name that fits on none is left out."""
+    ends = [-1e9] * _MARK_LEVELS
+    placed = []
+    for cycle, name in marks:
+        x = cycle / pixel
+        width = len(name) * _CHAR_PX + 4
+        left = x + width > _PLOT_PX  # near the right end: the name goes left of its mark
+        first, last = (x - width, x) if left else (x, x + width)
+        level = next((k for k in range(_MARK_LEVELS) if ends[k] + 6 <= first), None)
+        if level is not None:
+            ends[level] = last
+            placed.append((cycle, name, level, left))
+    return placed
+
+
+def _draw_layers(ax, result: TimingResult, program: Program, pixel: float, top: float) -> float:
+    """A thin line at each layer's first cycle and its name above the rows; the new top of the axes."""
+    marks = layer_starts(result, program)
+    if len(marks) < 2 and not program.source_map:
+        return top  # one unnamed piece of work: nothing to tell apart
+    for cycle, _ in marks:
+        ax.axvline(cycle, color="#333333", linewidth=0.7, linestyle=(0, (4, 2)), alpha=0.8, zorder=4)
+    placed = _stagger(marks, pixel)
+    for cycle, name, level, left in placed:
+        ax.text(cycle + (-2 if left else 2) * pixel, top + (level + 0.5) * _MARK_BAND, name, fontsize=7,
+                ha="right" if left else "left", va="center", color="#333333", zorder=5,
+                bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.6, "alpha": 0.9})  # over other marks
+    return top + _MARK_BAND * (1 + max((p[2] for p in placed), default=-1))
+
+
 def _title(result: TimingResult, program: Program, title: str | None) -> str:
     r = result.report
     text = (f"profile {r.profile}: {r.cycles:,} cycles = {r.seconds * 1e6:,.2f} \u00b5s at {r.clock_mhz:g} MHz, "
@@ -168,7 +235,7 @@ def _draw_timeline(ax, result: TimingResult, program: Program) -> None:
         for s, e, y, name in labels:
             ax.text((s + e) / 2, y, name, ha="center", va="center", fontsize=7, color="white", zorder=3)
     ax.set_xlim(-0.005 * cycles, 1.005 * cycles)  # a margin, so bars at either end stay clear of the frame
-    ax.set_ylim(-0.6, n - 0.4)
+    ax.set_ylim(-0.6, _draw_layers(ax, result, program, pixel, n - 0.4))
     ax.set_yticks(range(n), list(reversed(ROWS)))
     ax.set_xlabel("cycles")
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))

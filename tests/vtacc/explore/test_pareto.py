@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from vtacc.explore.pareto import ALL, by_workload, draw_fronts, front, front_text
 
 
@@ -45,3 +47,49 @@ def test_pictures_are_pngs_with_a_panel_per_workload(tmp_path):
         height, width = matplotlib.image.imread(p).shape[:2]
         assert width > height > 300
     assert draw_fronts([_row("x", "a", 1, 1.0, status="invalid")], tmp_path / "none", "t") == []
+
+
+def _figures(rows, tmp_path, monkeypatch) -> list:
+    """The figures draw_fronts draws, kept open (drawn) for inspection."""
+    import matplotlib.pyplot as plt
+
+    kept: list = []
+    monkeypatch.setattr(plt, "close", kept.append)
+    draw_fronts(rows, tmp_path, "test")
+    for fig in kept:
+        fig.canvas.draw()
+    return kept
+
+
+def _labelled(axis, limits) -> list[str]:
+    """The labels of an axis's major ticks inside its view limits."""
+    lo, hi = sorted(limits)
+    return [t.label1.get_text() for t in axis.get_major_ticks()
+            if lo <= t.get_loc() <= hi and t.label1.get_visible() and t.label1.get_text()]
+
+
+@pytest.mark.parametrize("spread", ["narrow", "wide"])
+def test_every_log_axis_of_the_pictures_carries_three_to_ten_labelled_ticks(spread, tmp_path, monkeypatch):
+    if spread == "narrow":  # 250..400 KiB and 4.2..11.5 ms: a round log step would label two ticks of each
+        points = ((250, 11.5, 4), (300, 8.0, 5), (400, 4.2, 4), (350, 6.0, 5))
+    else:  # 16..65536 MACs per cycle and 0.05..900 ms: every half octave would crowd 26 labels together
+        points = tuple((64 * 4**i, 900.0 / 7**i, 3 + i) for i in range(7))
+    rows = [_row("x", f"c{i}", 1024 * m, 1000.0 * t, block=b) for i, (m, t, b) in enumerate(points)]
+    for fig in _figures(rows, tmp_path, monkeypatch):
+        for ax in (a for a in fig.axes if a.get_visible()):
+            for axis, limits in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+                labels = _labelled(axis, limits)
+                assert 3 <= len(labels) <= 10, (fig.texts[0].get_text(), axis.axis_name, labels)
+
+
+def test_batch_sizes_have_markers_of_their_own_and_overlapping_points_stay_visible(tmp_path, monkeypatch):
+    rows = [{**_row("x", f"{1 << b}x16x16", 1024 * 400, 5000.0), "LOG_BATCH": b} for b in (0, 1)]
+    for fig in _figures(rows, tmp_path, monkeypatch):
+        legend = [t.get_text() for t in fig.legends[0].get_texts()]
+        assert "batch 1, block 16" in legend and "batch 2, block 16" in legend
+        ax = fig.axes[0]
+        points = [c for c in ax.collections if len(c.get_offsets()) == 1 and c.get_sizes()[0] < 60]
+        assert len(points) == 2
+        shapes = [c.get_paths()[0].vertices for c in points]
+        assert shapes[0].shape != shapes[1].shape or (shapes[0] != shapes[1]).any()  # two shapes on one spot
+        assert all(len(c.get_facecolor()) == 0 for c in points)  # hollow: the one below shows through
