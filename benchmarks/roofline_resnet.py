@@ -50,7 +50,7 @@ def main() -> None:
             two = roofline_points(compiled)[0]
             planned = compiled.planned[0]
             ratio = planned.tiling.dram_bytes / sum(compulsory_traffic(planned.op, planned.needs, cfg))
-            one.name = two.name = layer
+            one.name = two.name = one.label = two.label = layer
             series["1 thread"].append(one)
             series["2 threads"].append(two)
             print(f"| {layer} | {two.cycles:,} | {two.seconds * 1e3:.2f} ms | {two.compute_bound:,.0f} | "
