@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from vtasm.errors import SimFault
 
-from .plan import COMPUTE, EXEC, FETCH, FINISH, LOAD, MODULES, QUEUES, READ, STORE, SYNC, WRITE, Work
+from .plan import COMPUTE, EXEC, FETCH, FINISH, LOAD, MODULES, QUEUES, READ, STORE, SYNC, WGT, WRITE, Work
 from .profile import Profile
 
 
@@ -123,7 +123,7 @@ class _Engine:
                 return
             if op == "read":
                 _, t, client, beats = cmd
-                value = self._try_read(t, beats)
+                value = self._try_read(t, beats, client)
                 if value is not None:
                     continue
                 self.seq += 1
@@ -138,11 +138,11 @@ class _Engine:
             self._write_decision(max(t, self.wr_free))
             return
 
-    def _try_read(self, t: int, beats: int) -> tuple[int, int, int] | None:
+    def _try_read(self, t: int, beats: int, client: int) -> tuple[int, int, int] | None:
         """Grant a read at once when no other client can ask before it (else None: queue it)."""
         accept = max(t, self._read_free())
         if not self.rd_pending and (not self.heap or self.heap[0][0] > accept):
-            return self._grant_read(accept, beats)
+            return self._grant_read(accept, beats, client)
         return None
 
     def _try_write(self, t: int, busy: int) -> tuple[int, int, int, int] | None:
@@ -194,15 +194,17 @@ class _Engine:
             return
         req = min(eligible)
         self.rd_pending.remove(req)
-        _, _, _, beats, gen = req
-        self._at(t, gen, self._grant_read(t, beats))
+        client, _, _, beats, gen = req
+        self._at(t, gen, self._grant_read(t, beats, client))
         if self.rd_pending:
             self._read_decision(max(self._read_free(), min(r[1] for r in self.rd_pending)))
 
-    def _grant_read(self, t: int, beats: int) -> tuple[int, int, int]:
+    def _grant_read(self, t: int, beats: int, client: int) -> tuple[int, int, int]:
         p = self.p
         first = max(t + p.read_setup + p.latency, self.rd_data_free)
-        last = first + beats - 1
+        # a client that takes a beat only every few cycles (the HLS weight bank's read-modify-write) holds the
+        # data channel that long
+        last = first + beats * (p.wgt_beat_cycles if client == WGT else 1) - 1
         self.rd_data_free = last + 1
         inflight = self.rd_inflight
         while inflight and inflight[0] <= t:
@@ -287,7 +289,7 @@ class _Engine:
                     t += gap
                     if len(inflight) >= p.client_reads_in_flight:
                         t = max(t, inflight.popleft() + 1)
-                    grant = self._try_read(t, beats)
+                    grant = self._try_read(t, beats, w.client)
                     if grant is None:
                         grant = yield ("read", t, w.client, beats)
                     accept, first, last = grant

@@ -4,5 +4,9 @@ profile.py loads them; the command line lists them in its help without
 loading profile.py, which a run without timing never needs.
 """
 
-BUILTIN = ("chisel-2019", "chisel-2021", "hls")
-DEFAULT = "chisel-2019"
+from vtasm.portability import CHISEL_2019, CHISEL_2021, DESIGNS, HLS
+
+BUILTIN = DESIGNS  # one profile per measured design, named as isa.md section 7 names them
+DEFAULT = CHISEL_2019
+# the file of each design's RTL cycle counts in a measured program's directory (../shared/timing)
+MEASURED = {CHISEL_2019: "cycles.json", CHISEL_2021: "cycles-2021.json", HLS: "cycles-hls.json"}

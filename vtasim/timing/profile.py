@@ -47,6 +47,7 @@ class Profile:
     write_setup: int
     write_response: int
     store_bubble: int
+    wgt_beat_cycles: int  # cycles the weight load takes per beat (the HLS bank's read-modify-write: 2)
     # fetch
     fetch_chunk: int
     fetch_start: int
@@ -77,7 +78,7 @@ _TOP = ("name", "description", "clock_mhz")
 _SPECIAL = {"fetch_queue_depth": "queue_depth"}
 # Lower bounds of the numeric values (everything else must be >= 0).
 _AT_LEAST_ONE = {"bus_bytes", "burst_beats", "reads_in_flight", "client_reads_in_flight", "fetch_chunk",
-                 "fetch_dispatch", "queue_depth"}
+                 "fetch_dispatch", "queue_depth", "wgt_beat_cycles"}
 
 
 def _attr(section: str, key: str) -> str:

@@ -1,8 +1,9 @@
 """Checking the model against measured cycle counts (directories of raw programs with cycles.json).
 
-Each case is a raw program directory holding a ``cycles.json`` with the
-measured cycles at one or more memory latencies (``mem_latency_N`` keys), as
-in the project's RTL measurement set. The model runs each program at each
+Each case is a raw program directory holding a ``cycles.json`` (the 2019
+core; ``cycles-2021.json`` and ``cycles-hls.json`` for the other designs,
+names.MEASURED) with the measured cycles at one or more memory latencies
+(``mem_latency_N`` keys), as in the project's RTL measurement set. The model runs each program at each
 measured latency and reports the error.
 """
 
@@ -46,14 +47,15 @@ class Row:
         return (self.model - self.measured) / self.measured
 
 
-def load_cases(directory: str | Path) -> list[Case]:
-    """Every case below a directory (one sub-directory per program), sorted by name."""
+def load_cases(directory: str | Path, file: str = "cycles.json") -> list[Case]:
+    """Every case below a directory (one sub-directory per program), sorted by name; ``file`` is the
+    measurement file of the design to compare with (names.MEASURED)."""
     root = Path(directory)
     if not root.is_dir():
         raise FormatError(f"{root}: not a directory of measured programs")
     cases = []
-    for sub in sorted(p for p in root.iterdir() if (p / "cycles.json").is_file()):
-        where = sub / "cycles.json"
+    for sub in sorted(p for p in root.iterdir() if (p / file).is_file()):
+        where = sub / file
         try:
             data = json.loads(where.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -69,7 +71,7 @@ def load_cases(directory: str | Path) -> list[Case]:
             raise FormatError(f"{where}: no {_PREFIX}N keys")
         cases.append(Case(sub.name, load_program(sub), measured))
     if not cases:
-        raise FormatError(f"{root}: no sub-directory holds a cycles.json")
+        raise FormatError(f"{root}: no sub-directory holds a {file}")
     return cases
 
 
