@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from vtasm.errors import SimFault
 
-from .plan import COMPUTE, EXEC, FETCH, FINISH, LOAD, MODULES, QUEUES, READ, STORE, SYNC, WGT, WRITE, Work
+from .plan import ACC, COMPUTE, EXEC, FETCH, FINISH, INP, LOAD, MODULES, QUEUES, READ, STORE, SYNC, WGT, WRITE, Work
 from .profile import Profile
 
 
@@ -285,8 +285,11 @@ class _Engine:
                 t = start + 1
                 inflight: deque[int] = deque()
                 last = t - 1
-                for beats, gap in zip(w.bursts, w.gaps, strict=True):
+                serial = p.row_setup and w.client in (INP, ACC)  # the HLS load core: one row at a time
+                for k, (beats, gap) in enumerate(zip(w.bursts, w.gaps, strict=True)):
                     t += gap
+                    if serial and k in w.row_starts:  # the next row is asked for once this one has arrived
+                        t = max(t, last + 1 + p.row_setup)
                     if len(inflight) >= p.client_reads_in_flight:
                         t = max(t, inflight.popleft() + 1)
                     grant = self._try_read(t, beats, w.client)

@@ -48,6 +48,7 @@ class Work:
     bursts: tuple[int, ...] = ()  # READ/WRITE: beats of each burst, in order
     gaps: tuple[int, ...] = ()  # idle cycles before each burst (padding written without DRAM traffic)
     tail: int = 0  # idle cycles after the last burst
+    row_starts: frozenset[int] = frozenset()  # READ: the bursts that begin a row (every row past the first)
     busy: tuple[int, ...] = ()  # WRITE: cycles each burst keeps the data channel busy
     bytes: int = 0  # DRAM bytes moved
     executions: int = 0  # GEMM/ALU micro-op executions
@@ -107,10 +108,12 @@ def _read_work(w: Work, insn: Instruction, cfg: VTAConfig, profile: Profile) -> 
     xp0, xp1, yp0, yp1 = f["x_pad_0"], f["x_pad_1"], f["y_pad_0"], f["y_pad_1"]
     width = (xp0 + x + xp1) * per
     if profile.burst_boundary_bytes:  # bursts depend on each row's address
-        bursts, gaps = [], []
+        bursts, gaps, starts = [], [], set()
         pending = yp0 * width
         for row in range(y):
             pending += xp0 * per
+            if row:
+                starts.add(len(bursts))
             for i, n in enumerate(_split(x * per, profile, (f["dram_base"] + row * stride) * elem)):
                 bursts.append(n)
                 gaps.append(pending if i == 0 else 0)
@@ -120,12 +123,14 @@ def _read_work(w: Work, insn: Instruction, cfg: VTAConfig, profile: Profile) -> 
     else:  # every row is cut the same way: build the lists by repetition
         row = _split(x * per, profile, 0)
         bursts = row * y
+        starts = {k * len(row) for k in range(1, y)}
         between = [(xp1 + xp0) * per] + [0] * (len(row) - 1)
         gaps = between * y
         if gaps:
             gaps[0] = yp0 * width + xp0 * per
         tail = xp1 * per if y else yp0 * width
     w.bursts, w.gaps, w.tail = tuple(bursts), tuple(gaps), tail + yp1 * width
+    w.row_starts = frozenset(starts)
     w.bytes = x * y * elem
 
 

@@ -48,6 +48,8 @@ class Profile:
     write_response: int
     store_bubble: int
     wgt_beat_cycles: int  # cycles the weight load takes per beat (the HLS bank's read-modify-write: 2)
+    row_setup: int  # input and accumulator loads: 0, rows overlap; else cycles from a row's last beat to the
+    # next row's request (the HLS load core moves one row at a time)
     # fetch
     fetch_chunk: int
     fetch_start: int
