@@ -39,11 +39,11 @@ def test_the_whole_set_was_compared(rows):
     assert names == expected and len(rows) == 3 * len(expected)
 
 
-@pytest.mark.parametrize("design, median_bound", [("chisel-2021", 0.05), ("hls", 0.04)])
+@pytest.mark.parametrize("design, median_bound", [("chisel-2021", 0.02), ("hls", 0.04)])
 def test_other_designs_against_their_own_measurements(design, median_bound):
     """Each profile is compared with its own design's RTL (names.MEASURED). Issue 24 brings both within 3 %;
     today's bounds keep what was reached (hls: median 44 % -> 3.1 % with its measured GEMM, ALU, weight
-    load and row-by-row input costs)."""
+    load and row-by-row input costs; chisel-2021: 4.4 % -> 1.4 % with write answers that overlap)."""
     from vtasim.timing.names import MEASURED
 
     rows = compare(load_cases(require(TIMING), MEASURED[design]), load_profile(design))

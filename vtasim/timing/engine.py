@@ -96,6 +96,7 @@ class _Engine:
         # write port
         self.wr_pending: deque = deque()
         self.wr_free = 0
+        self.wr_inflight: deque[int] = deque()  # acknowledgements of the write bursts still outstanding
         self.wr_decision_at: set[int] = set()
 
     # -- scheduling ---------------------------------------------------------
@@ -218,7 +219,14 @@ class _Engine:
         first = t + p.write_setup
         last = first + busy - 1
         ack = last + p.write_response + p.latency
-        self.wr_free = ack + 1
+        if p.writes_in_flight == 1:
+            self.wr_free = ack + 1
+        else:  # the next burst may start once this one's data is in and fewer bursts await their answer
+            inflight = self.wr_inflight
+            while inflight and inflight[0] < t:
+                inflight.popleft()
+            inflight.append(ack)
+            self.wr_free = last + 1 if len(inflight) < p.writes_in_flight else max(last + 1, inflight[0] + 1)
         return t, first, last, ack
 
     def _decide_write(self, t: int) -> None:
@@ -313,8 +321,8 @@ class _Engine:
                     mem_wait += accept - t
                     if self.record:
                         self.transfers.append(Transfer(w.index, "out", accept, first, last, beats))
-                    end = ack
-                    t = ack + 1
+                    end = max(end, ack)
+                    t = ack + 1 if p.writes_in_flight == 1 else last + 1
             elif kind == SYNC:
                 end = start + w.cycles
             else:  # FINISH

@@ -47,6 +47,7 @@ class Profile:
     write_setup: int
     write_response: int
     store_bubble: int
+    writes_in_flight: int  # write bursts whose acknowledgement may be outstanding (1: each waits for its own)
     wgt_beat_cycles: int  # cycles the weight load takes per beat (the HLS bank's read-modify-write: 2)
     row_setup: int  # input and accumulator loads: 0, rows overlap; else cycles from a row's last beat to the
     # next row's request (the HLS load core moves one row at a time)
@@ -80,7 +81,7 @@ _TOP = ("name", "description", "clock_mhz")
 _SPECIAL = {"fetch_queue_depth": "queue_depth"}
 # Lower bounds of the numeric values (everything else must be >= 0).
 _AT_LEAST_ONE = {"bus_bytes", "burst_beats", "reads_in_flight", "client_reads_in_flight", "fetch_chunk",
-                 "fetch_dispatch", "queue_depth", "wgt_beat_cycles"}
+                 "fetch_dispatch", "queue_depth", "wgt_beat_cycles", "writes_in_flight"}
 
 
 def _attr(section: str, key: str) -> str:
