@@ -21,6 +21,7 @@ from vtasm.formats.network import HostStep, NetworkFile, Step
 from .host.step import run_host_step
 from .machine import Machine, RunResult
 from .pipeline import DEFAULT_MAX_OPS
+from .session import run_arrays
 
 # called before each step with its index, the step, and a VTA launch's machine (None for a host step): traces,
 # lint and race checks attach here
@@ -72,18 +73,11 @@ def run_network(net: NetworkFile, inputs: dict[str, np.ndarray], max_ops: int = 
             values.update(run_host_step(step, values, net.tensors, net.constants, net.opset))
             run.records.append(StepRecord(step, time.perf_counter() - started))
             continue
-        machine = Machine(step.program, max_ops)
-        dram = machine.state.dram
-        for net_name, prog_name in step.inputs.items():
-            tensor, segment = step.program.tensor(prog_name), step.program.segment(prog_name)
-            data = np.frombuffer(tensor.pack(values[net_name].reshape(tensor.shape)), dtype=np.uint8)
-            dram[segment.addr:segment.addr + len(data)] = data
-        if before_step is not None:
-            before_step(k, step, machine)
-        result = machine.run()
+        program = step.program
+        arrays = {prog: values[net_name].reshape(program.tensor(prog).shape) for net_name, prog in step.inputs.items()}
+        hook = None if before_step is None else (lambda machine, k=k, step=step: before_step(k, step, machine))
+        got, result = run_arrays(program, arrays, list(step.outputs.values()), max_ops, hook)
         for net_name, prog_name in step.outputs.items():
-            tensor, segment = step.program.tensor(prog_name), step.program.segment(prog_name)
-            array = tensor.unpack(result.state.dram[segment.addr:segment.addr + tensor.nbytes].tobytes())
-            values[net_name] = array.reshape(net.tensors[net_name].shape)
+            values[net_name] = got[prog_name].reshape(net.tensors[net_name].shape)
         run.records.append(StepRecord(step, time.perf_counter() - started, result))
     return run

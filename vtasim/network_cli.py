@@ -20,7 +20,7 @@ import numpy as np
 
 from vtasm.errors import FormatError, SimFault, UsageError
 from vtasm.fileio import npy_bytes, read_npy
-from vtasm.formats.network import HostStep, NetworkFile, VtaStep
+from vtasm.formats.network import HostStep, NetworkFile, VtaStep, kernel_identifier
 
 from .faults import located
 from .host.quant import dequantise, quantise
@@ -70,14 +70,10 @@ def _lookup(net: NetworkFile, name: str, names: list[str], what: str) -> str:
     (--input, --output) or, from Python, the word (input, output)."""
     if name in names:
         return name
-    simple = {_ident(n): n for n in names}
+    simple = {kernel_identifier(n): n for n in names}
     if name in simple:
         return simple[name]
     raise UsageError(f"{what} {name}: the network's {what.lstrip('-')}s are {', '.join(repr(n) for n in names)}")
-
-
-def _ident(name: str) -> str:
-    return "".join(c if c.isalnum() or c == "_" else "_" for c in name).strip("_")
 
 
 class Samples(list):

@@ -27,25 +27,7 @@ def run_host_step(step: HostStep, values: dict[str, np.ndarray], tensors: dict[s
     """
     env: dict[str, np.ndarray] = {t: dequantise(values[t], tensors[t].exp) for t in step.inputs}
     for node in step.nodes:
-        if node.op not in OPS:
-            raise FormatError(f"host node '{node.name}': operator {node.op} is not one the host computes")
-        try:
-            xs = []
-            for t, shape in zip(node.inputs, node.in_shapes, strict=True):
-                x = None if not t else env[t] if t in env else constants[t]
-                xs.append(x.reshape(shape) if x is not None and shape is not None and x.shape != tuple(shape) else x)
-            with np.errstate(all="ignore"):  # a NaN or an overflow is the operator's result, not a fault here
-                outs = run_op(node.op, xs, node.attrs, opset, [tuple(s) for s in node.out_shapes])
-        except (ValueError, KeyError, IndexError, TypeError, ZeroDivisionError) as exc:
-            raise FormatError(f"host node '{node.name}' ({node.op}): cannot compute it: {exc}") from None
-        for t, y, shape in zip(node.outputs, outs, node.out_shapes, strict=False):
-            if not t:
-                continue
-            y = np.asarray(y, dtype=np.float32)
-            if y.shape != tuple(shape):
-                raise FormatError(f"host node '{node.name}' ({node.op}): output '{t}' came out "
-                                  f"{list(y.shape)}, not {list(shape)}")
-            env[t] = y
+        env.update(run_node(node, env, constants, opset))
     out = {}
     for t in step.outputs:
         if env[t].size != tensors[t].size:
@@ -53,6 +35,36 @@ def run_host_step(step: HostStep, values: dict[str, np.ndarray], tensors: dict[s
                               f"{list(tensors[t].shape)}")
         out[t] = quantise(env[t].reshape(tensors[t].shape), tensors[t].exp)
     return out
+
+
+def run_node(node: HostNode, env: dict[str, np.ndarray], constants: dict[str, np.ndarray],
+             opset: int) -> dict[str, np.ndarray]:
+    """One host node's float32 outputs, its inputs read from ``env`` or ``constants`` in the node's shapes.
+
+    Raises FormatError naming the node for an operator this host lacks, a mode of it the host does not
+    compute, or an output of another shape than the node declares (a NaN or an overflow is a result).
+    """
+    if node.op not in OPS:
+        raise FormatError(f"host node '{node.name}': operator {node.op} is not one the host computes")
+    try:
+        xs = []
+        for t, shape in zip(node.inputs, node.in_shapes, strict=True):
+            x = None if not t else env[t] if t in env else constants[t]
+            xs.append(x.reshape(shape) if x is not None and shape is not None and x.shape != tuple(shape) else x)
+        with np.errstate(all="ignore"):
+            outs = run_op(node.op, xs, node.attrs, opset, [tuple(s) for s in node.out_shapes])
+    except (ValueError, KeyError, IndexError, TypeError, ZeroDivisionError) as exc:
+        raise FormatError(f"host node '{node.name}' ({node.op}): cannot compute it: {exc}") from None
+    result = {}
+    for t, y, shape in zip(node.outputs, outs, node.out_shapes, strict=False):
+        if not t:
+            continue
+        y = np.asarray(y, dtype=np.float32)
+        if y.shape != tuple(shape):
+            raise FormatError(f"host node '{node.name}' ({node.op}): output '{t}' came out {list(y.shape)}, not "
+                              f"{list(shape)}")
+        result[t] = y
+    return result
 
 
 def node_macs(node: HostNode) -> int:

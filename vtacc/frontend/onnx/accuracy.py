@@ -39,7 +39,7 @@ def measure(qnet: QuantisedNetwork, data: np.ndarray, samples: int = SAMPLES) ->
         for t, q in got.items():
             if t == net.input or t not in want or t not in qnet.exps:
                 continue
-            f = want[t].reshape(q.shape)
+            f = want[t].reshape(q.shape).astype(np.float64)  # squares of float32 values can overflow it
             err = f - dequantise(q, qnet.exps[t], np.float64)
             signal[t] = signal.get(t, 0.0) + float(np.sum(f * f))
             noise[t] = noise.get(t, 0.0) + float(np.sum(err * err))

@@ -7,9 +7,9 @@ packs them into the program, as the importer does).
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
+
+from vtasm.formats.network import kernel_identifier
 
 from .partition import Part
 from .quantise import QLayer, QuantisedNetwork
@@ -20,9 +20,7 @@ def kernel_name(name: str) -> str:
     return _ident(name)
 
 
-def _ident(name: str) -> str:
-    text = re.sub(r"[^A-Za-z0-9_]", "_", name).strip("_") or "t"
-    return ("t_" + text) if text[0].isdigit() else text
+_ident = kernel_identifier
 
 
 def _type(dtype: str, shape) -> str:

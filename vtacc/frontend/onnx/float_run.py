@@ -1,12 +1,15 @@
-"""The float network executed in numpy, in float32 as the model's own arithmetic: calibration data and the
-float reference of every tensor."""
+"""The float network executed in numpy: calibration data and the float reference of every tensor.
+
+VTA's layers run in float64 (a model with extreme ranges, as random weights give, stays finite), host
+nodes in float32 as the host computes them."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from vtasim.host.ops import run_op
-from vtasm.errors import ModelError
+from vtasim.host.step import run_node
+from vtasm.errors import FormatError, ModelError
+from vtasm.formats.network import HostNode
 
 from .arrays import conv2d, windows
 from .network import Layer, Network
@@ -17,7 +20,7 @@ def run_float(net: Network, x: np.ndarray) -> dict[str, np.ndarray]:
 
     Host nodes take the model's static shapes, so ``x`` holds one model batch when the network has any.
     """
-    values = {net.input: np.asarray(x, dtype=np.float32)}
+    values = {net.input: np.asarray(x, dtype=np.float64)}
     for layer in net.layers:
         if layer.kind == "host":
             values.update(_host_layer(net, layer, values))
@@ -25,44 +28,35 @@ def run_float(net: Network, x: np.ndarray) -> dict[str, np.ndarray]:
         ins = [values[t] for t in layer.inputs]
         y = _float_layer(layer, ins)
         if layer.alpha:
-            y = np.where(y >= 0, y, y * np.float32(layer.alpha))
-        values[layer.output] = np.clip(y, layer.low, layer.high).astype(np.float32, copy=False)
+            y = np.where(y >= 0, y, y * layer.alpha)
+        values[layer.output] = np.clip(y, layer.low, layer.high)
     return values
 
 
 def _host_layer(net: Network, layer: Layer, values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """A host node on the float network's values, in float32 as the host computes it; values that are not
-    finite (an overflow, a logarithm of a negative number) are refused, naming the node."""
+    """A host node on the float network's values, computed as the host computes it (float32); values that
+    are not finite (an overflow, a logarithm of a negative number) are refused, naming the node."""
     node = layer.node
-    xs = []
-    for t, shape in zip(node.inputs, layer.in_shapes, strict=True):
-        x = None if not t else values[t].astype(np.float32) if t in values else net.constants[t]
-        xs.append(x.reshape(shape) if x is not None and shape is not None else x)
+    host = HostNode(node.op, node.name, node.inputs, node.outputs, node.attrs, layer.in_shapes,
+                    [net.shapes[t] if t else () for t in node.outputs])
+    inputs = {t: values[t].astype(np.float32) for t in node.inputs if t in values}
     try:
-        with np.errstate(all="ignore"):
-            outs = run_op(node.op, xs, node.attrs, net.opset, [net.shapes[t] for t in node.outputs])
-    except (ValueError, KeyError, IndexError, TypeError) as exc:
-        raise ModelError(f"{net.name}: node '{node.name}' ({node.op}): the host cannot compute it: {exc}") from None
-    result = {}
-    for t, y in zip(node.outputs, outs, strict=False):
-        if not t:
-            continue
-        y = np.asarray(y, dtype=np.float32)
+        outs = run_node(host, inputs, net.constants, net.opset)
+    except FormatError as exc:
+        raise ModelError(f"{net.name}: {exc.message.replace('host node', 'node', 1)}") from None
+    for y in outs.values():
         if not np.isfinite(y).all():
             raise ModelError(f"{net.name}: node '{node.name}' ({node.op}) gives {int((~np.isfinite(y)).sum())} NaN "
                              f"or infinite values on the calibration inputs (float32); int8 cannot hold them")
-        result[t] = y
-    return result
+    return {t: y.astype(np.float64) for t, y in outs.items()}
 
 
 def _float_layer(layer: Layer, ins: list[np.ndarray]) -> np.ndarray:
     x = ins[0]
     if layer.kind == "conv":
-        w, b = layer.weight.astype(np.float32), layer.bias.astype(np.float32)
-        return conv2d(x, w, layer.stride, layer.pad, layer.groups) + b[None, :, None, None]
+        return conv2d(x, layer.weight, layer.stride, layer.pad, layer.groups) + layer.bias[None, :, None, None]
     if layer.kind == "dense":
-        w, b = layer.weight.astype(np.float32), layer.bias.astype(np.float32)
-        return x.reshape(x.shape[0], -1) @ w.T + b
+        return x.reshape(x.shape[0], -1) @ layer.weight.T + layer.bias
     if layer.kind == "maxpool":
         return windows(x, layer.size, layer.stride, layer.pad, -np.inf, layer.pad_end).max(axis=-1)
     if layer.kind == "avgpool":
@@ -78,12 +72,12 @@ def _float_layer(layer: Layer, ins: list[np.ndarray]) -> np.ndarray:
 
 def batches(net: Network, data: np.ndarray, budget: int = 256 << 20):
     """``data`` in pieces the float network runs on: one model batch when host nodes need its static shapes,
-    else as many inputs as keep every float32 tensor of a piece within ``budget`` bytes (at most 16), so
+    else as many inputs as keep every float64 tensor of a piece within ``budget`` bytes (at most 16), so
     memory stays bounded however many calibration inputs there are."""
     batch = net.shapes[net.input][0]
     step = batch
     if not net.on_host:
-        per_input = 4 * sum(int(np.prod(net.shapes[t])) for layer in net.layers for t in layer.outputs if t) / batch
+        per_input = 8 * sum(int(np.prod(net.shapes[t])) for layer in net.layers for t in layer.outputs if t) / batch
         step = batch * max(1, min(16 // batch, int(budget // max(per_input * batch, 1))))
     for start in range(0, len(data) - len(data) % batch, step):
-        yield np.asarray(data[start:start + step], dtype=np.float32)
+        yield np.asarray(data[start:start + step], dtype=np.float64)
