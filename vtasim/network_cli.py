@@ -172,9 +172,8 @@ def run_network_file(net: NetworkFile, opts: NetworkOptions, out: TextIO | None 
     new_axis = any(getattr(v, "new_axis", False) for v in given.values())
     write_files([PendingFile(path, npy_bytes(stacked(net, runs, name, opts.int8, new_axis)))
                  for name, path in outputs])
-    files = outputs
     warnings, summary = observers.lint_report()
-    return NetworkReport(runs, warnings, observers.race_report(), [p for _, p in files], summary)
+    return NetworkReport(runs, warnings, observers.race_report(), [p for _, p in outputs], summary)
 
 
 class _Observers:
