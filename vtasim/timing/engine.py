@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from vtasm.errors import SimFault
 
-from .plan import ACC, COMPUTE, EXEC, FETCH, FINISH, INP, LOAD, MODULES, QUEUES, READ, STORE, SYNC, WGT, WRITE, Work
+from .plan import COMPUTE, EXEC, FETCH, FINISH, LOAD, MODULES, QUEUES, READ, STORE, SYNC, UOP, WGT, WRITE, Work
 from .profile import Profile
 
 
@@ -203,9 +203,7 @@ class _Engine:
     def _grant_read(self, t: int, beats: int, client: int) -> tuple[int, int, int]:
         p = self.p
         first = max(t + p.read_setup + p.latency, self.rd_data_free)
-        # a client that takes a beat only every few cycles (the HLS weight bank's read-modify-write) holds the
-        # data channel that long
-        last = first + beats * (p.wgt_beat_cycles if client == WGT else 1) - 1
+        last = first + beats - 1
         self.rd_data_free = last + 1
         inflight = self.rd_inflight
         while inflight and inflight[0] <= t:
@@ -290,10 +288,11 @@ class _Engine:
             if kind == EXEC:
                 end = start + w.cycles
             elif kind == READ:
-                t = start + 1
+                t = start + 1 + w.setup
                 inflight: deque[int] = deque()
                 last = t - 1
-                serial = p.row_setup and w.client in (INP, ACC)  # the HLS load core: one row at a time
+                serial = p.row_setup and w.client != UOP  # the HLS cores: one row at a time
+                slow, taken = w.client == WGT and p.wgt_beat_cycles > 1, -1  # the HLS weight bank's read-modify-write
                 for k, (beats, gap) in enumerate(zip(w.bursts, w.gaps, strict=True)):
                     t += gap
                     if serial and k in w.row_starts:  # the next row is asked for once this one has arrived
@@ -307,12 +306,15 @@ class _Engine:
                     mem_wait += accept - t
                     if self.record:
                         self.transfers.append(Transfer(w.index, _client_name(w.client), accept, first, last, beats))
+                    if slow:  # the client takes the beats slower than they come (buffered in its read FIFO)
+                        last = max(first, taken + 1) + beats * p.wgt_beat_cycles - 1
+                        taken = last
                     inflight.append(last)
                     t = accept + 1 if p.client_reads_in_flight > 1 else last + 1
-                end = max(last, t - 1) + w.tail if w.bursts else start + 1 + w.tail
+                end = max(last, t - 1) + w.tail if w.bursts else start + 1 + w.setup + w.tail
             elif kind == WRITE:
-                t = start + 1
-                end = start + 1
+                t = start + 1 + w.setup
+                end = t
                 for beats, busy in zip(w.bursts, w.busy, strict=True):
                     grant = self._try_write(t, busy)
                     if grant is None:

@@ -48,6 +48,7 @@ class Work:
     bursts: tuple[int, ...] = ()  # READ/WRITE: beats of each burst, in order
     gaps: tuple[int, ...] = ()  # idle cycles before each burst (padding written without DRAM traffic)
     tail: int = 0  # idle cycles after the last burst
+    setup: int = 0  # READ/WRITE: cycles from the start to the first request (the profile's dma.*_fixed)
     row_starts: frozenset[int] = frozenset()  # READ: the bursts that begin a row (every row past the first)
     busy: tuple[int, ...] = ()  # WRITE: cycles each burst keeps the data channel busy
     bytes: int = 0  # DRAM bytes moved
@@ -96,39 +97,43 @@ def _read_work(w: Work, insn: Instruction, cfg: VTAConfig, profile: Profile) -> 
     bus = profile.bus_bytes
     if mem == isa.MEM_TYPES["uop"]:
         n = f["x_size"]
-        beats = -(-n * 4 // bus)
-        w.bursts = tuple(_split(beats, profile, f["dram_base"] * 4))
+        w.setup = profile.dma_uop_fixed
+        beats = -(-n * cfg.uop_elem_bytes // profile.dma_uop_beat_bytes)
+        w.bursts = tuple(_split(beats, profile, f["dram_base"] * cfg.uop_elem_bytes))
         w.gaps = (0,) * len(w.bursts)
-        w.bytes = n * 4
+        w.bytes = n * cfg.uop_elem_bytes
         return
+    w.setup = {isa.MEM_TYPES["inp"]: profile.dma_inp_fixed, isa.MEM_TYPES["wgt"]: profile.dma_wgt_fixed}.get(
+        mem, profile.dma_acc_fixed)
     elem = {isa.MEM_TYPES["inp"]: cfg.inp_elem_bytes, isa.MEM_TYPES["wgt"]: cfg.wgt_elem_bytes}.get(
         mem, cfg.acc_elem_bytes)
     per = -(-elem // bus)  # beats per element
     x, y, stride = f["x_size"], f["y_size"], f["x_stride"]
     xp0, xp1, yp0, yp1 = f["x_pad_0"], f["x_pad_1"], f["y_pad_0"], f["y_pad_1"]
-    width = (xp0 + x + xp1) * per
+    pad = 1 if profile.dma_pad_by_element else per  # cycles per padded element
+    width = (xp0 + x + xp1) * pad
     if profile.burst_boundary_bytes:  # bursts depend on each row's address
         bursts, gaps, starts = [], [], set()
         pending = yp0 * width
         for row in range(y):
-            pending += xp0 * per
+            pending += xp0 * pad
             if row:
                 starts.add(len(bursts))
             for i, n in enumerate(_split(x * per, profile, (f["dram_base"] + row * stride) * elem)):
                 bursts.append(n)
                 gaps.append(pending if i == 0 else 0)
                 pending = 0
-            pending += xp1 * per
+            pending += xp1 * pad
         tail = pending
     else:  # every row is cut the same way: build the lists by repetition
         row = _split(x * per, profile, 0)
         bursts = row * y
         starts = {k * len(row) for k in range(1, y)}
-        between = [(xp1 + xp0) * per] + [0] * (len(row) - 1)
+        between = [(xp1 + xp0) * pad] + [0] * (len(row) - 1)
         gaps = between * y
         if gaps:
-            gaps[0] = yp0 * width + xp0 * per
-        tail = xp1 * per if y else yp0 * width
+            gaps[0] = yp0 * width + xp0 * pad
+        tail = xp1 * pad if y else yp0 * width
     w.bursts, w.gaps, w.tail = tuple(bursts), tuple(gaps), tail + yp1 * width
     w.row_starts = frozenset(starts)
     w.bytes = x * y * elem
@@ -146,6 +151,7 @@ def _write_work(w: Work, insn: Instruction, cfg: VTAConfig, profile: Profile) ->
             elements = -(-n // per)
             busy.append(n + profile.store_bubble * (elements - 1))
     w.bursts, w.busy, w.gaps = tuple(bursts), tuple(busy), (0,) * len(bursts)
+    w.setup = profile.dma_out_fixed
     w.bytes = x * y * elem
 
 

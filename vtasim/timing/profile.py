@@ -51,6 +51,15 @@ class Profile:
     wgt_beat_cycles: int  # cycles the weight load takes per beat (the HLS bank's read-modify-write: 2)
     row_setup: int  # input and accumulator loads: 0, rows overlap; else cycles from a row's last beat to the
     # next row's request (the HLS load core moves one row at a time)
+    # DMA instructions: cycles each LOAD or STORE of a memory type spends before its first request
+    # (decoding, address arithmetic: the HLS cores' per-call costs), and the micro-op port's width
+    dma_uop_fixed: int
+    dma_inp_fixed: int
+    dma_wgt_fixed: int
+    dma_acc_fixed: int
+    dma_out_fixed: int
+    dma_pad_by_element: int  # 1: padding writes a whole element a cycle (HLS); 0: a bus beat a cycle
+    dma_uop_beat_bytes: int  # bytes a micro-op load moves per beat (the bus width, or a narrower micro-op port)
     # fetch
     fetch_chunk: int
     fetch_start: int
@@ -76,12 +85,13 @@ class Profile:
 
 
 # TOML section -> attribute prefix; keys of [memory] keep their own names.
-_SECTIONS = {"memory": "", "fetch": "fetch_", "modules": "", "gemm": "gemm_", "alu": "alu_"}
+_SECTIONS = {"memory": "", "dma": "dma_", "fetch": "fetch_", "modules": "", "gemm": "gemm_", "alu": "alu_"}
 _TOP = ("name", "description", "clock_mhz")
 _SPECIAL = {"fetch_queue_depth": "queue_depth"}
 # Lower bounds of the numeric values (everything else must be >= 0).
 _AT_LEAST_ONE = {"bus_bytes", "burst_beats", "reads_in_flight", "client_reads_in_flight", "fetch_chunk",
-                 "fetch_dispatch", "queue_depth", "wgt_beat_cycles", "writes_in_flight"}
+                 "fetch_dispatch", "queue_depth", "wgt_beat_cycles", "writes_in_flight",
+                 "dma_uop_beat_bytes"}
 
 
 def _attr(section: str, key: str) -> str:
@@ -138,6 +148,8 @@ def _check(values: dict, origin: str) -> Profile:
             low = 1 if name in _AT_LEAST_ONE else 0
             if value < low:
                 raise ConfigError(f"{where} must be at least {low}, got {value}")
+    if values["dma_pad_by_element"] not in (0, 1):
+        raise ConfigError(f"{origin}: dma.pad_by_element must be 0 or 1, got {values['dma_pad_by_element']}")
     if values["bus_bytes"] & (values["bus_bytes"] - 1):
         raise ConfigError(f"{origin}: memory.bus_bytes must be a power of two, got {values['bus_bytes']}")
     boundary = values["burst_boundary_bytes"]

@@ -1,0 +1,121 @@
+"""Fit a profile's free costs to RTL measurements by coordinate search, and check them on held-out programs.
+
+    python benchmarks/timing_fit.py --profile hls --keys dma.inp_fixed,dma.acc_fixed,gemm.fixed
+    python benchmarks/timing_fit.py --profile hls --keys ... --held-out    # fit on half, check on the other
+
+Each key is searched over small integers (``--span``: every value from 0 to the current value plus the
+span), one key at a time, keeping a value when it lowers the mean |error| over the programs fitted on
+(ties broken by the largest error); rounds repeat until no key moves. With ``--held-out`` the programs
+are split by position in name order (every other one), the keys are fitted on one half and checked on
+the other, both ways round: what the errors on programs the fit never saw look like. The fitted values
+are printed as ``--set`` options; nothing is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from vtasim.timing.names import MEASURED  # noqa: E402
+from vtasim.timing.profile import Profile, load_profile, parse_override, with_overrides  # noqa: E402
+from vtasim.timing.validate import Case, compare, load_cases  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+_CASES: list[Case] = []
+_POOL = None
+
+
+def _init(cases: list[Case]) -> None:
+    global _CASES
+    _CASES = cases
+
+
+def _errors_of(job: tuple[tuple[int, ...], Profile]) -> list[float]:
+    indices, profile = job
+    return [abs(r.error) for r in compare([_CASES[i] for i in indices], profile)]
+
+
+def errors(cases: list[Case], profile: Profile) -> list[float]:
+    """|model - measured| / measured of every measurement of the cases (on every core)."""
+    if _POOL is None:
+        return [abs(r.error) for r in compare(cases, profile)]
+    index = {id(c): i for i, c in enumerate(_CASES)}
+    ids = [index[id(c)] for c in cases]
+    n = os.cpu_count() or 1
+    jobs = [(tuple(ids[k::n]), profile) for k in range(n)]
+    return [e for part in _POOL.map(_errors_of, jobs) for e in part]
+
+
+def score(cases: list[Case], profile: Profile) -> tuple[float, float]:
+    errs = errors(cases, profile)
+    return statistics.fmean(errs), max(errs)
+
+
+def fit(cases: list[Case], profile: Profile, keys: list[str], span: int, verbose: bool) -> Profile:
+    """Coordinate search over the keys' integer values on the cases."""
+    attrs = [parse_override(f"{k}=0")[0] for k in keys]
+    best = score(cases, profile)
+    moved = True
+    while moved:
+        moved = False
+        for key, attr in zip(keys, attrs, strict=True):
+            current = getattr(profile, attr)
+            for value in range(0, current + span + 1):
+                if value == current:
+                    continue
+                try:
+                    trial = with_overrides(profile, {attr: value})
+                except Exception:  # a value the profile refuses (e.g. below its minimum)
+                    continue
+                s = score(cases, trial)
+                if s < best:
+                    best, profile, moved = s, trial, True
+            if verbose and getattr(profile, attr) != current:
+                print(f"  {key} {current} -> {getattr(profile, attr)}: mean {100 * best[0]:.2f}%, "
+                      f"max {100 * best[1]:.2f}%", file=sys.stderr)
+    return profile
+
+
+def summary(label: str, errs: list[float]) -> str:
+    within = sum(e <= 0.03 for e in errs)
+    return (f"{label}: {len(errs)} measurements, median {100 * statistics.median(errs):.2f}%, "
+            f"mean {100 * statistics.fmean(errs):.2f}%, max {100 * max(errs):.2f}%, {within} within 3%")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", default="hls")
+    parser.add_argument("--keys", required=True, help="comma-separated section.key names to fit")
+    parser.add_argument("--span", type=int, default=24, help="values tried above each key's current value")
+    parser.add_argument("--held-out", action="store_true", help="fit on half of the programs, check the rest")
+    parser.add_argument("--dir", default=str(Path(os.environ.get("VTA_SHARED", REPO.parent / "shared")) / "timing"))
+    parser.add_argument("--quiet", action="store_true")
+    args = parser.parse_args()
+    profile = load_profile(args.profile)
+    cases = load_cases(args.dir, MEASURED.get(profile.name, "cycles.json"))
+    keys = [k.strip() for k in args.keys.split(",") if k.strip()]
+    global _POOL
+    _POOL = multiprocessing.get_context("fork").Pool(os.cpu_count(), _init, (cases,))
+    _init(cases)
+    print(summary("as given", errors(cases, profile)))
+    if args.held_out:
+        halves = (cases[0::2], cases[1::2])
+        for k, (train, test) in enumerate((halves, halves[::-1])):
+            fitted = fit(train, profile, keys, args.span, not args.quiet)
+            print(summary(f"fitted on half {k + 1}, on it", errors(train, fitted)))
+            print(summary(f"fitted on half {k + 1}, held out", errors(test, fitted)))
+    fitted = fit(cases, profile, keys, args.span, not args.quiet)
+    print(summary("fitted on all", errors(cases, fitted)))
+    print(" ".join(f"--set {k}={getattr(fitted, parse_override(f'{k}=0')[0])}" for k in keys))
+
+
+if __name__ == "__main__":
+    main()
