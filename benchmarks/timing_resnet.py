@@ -1,59 +1,99 @@
-"""ResNet-18 C2-C11 under the timing model: cycles, utilisation and bound per profile, 1 against 2 threads.
+"""ResNet-18 under the three measured profiles: C2-C11 and the whole network, each compiled for the design.
 
-Each layer is compiled by vtacc twice (schedule `threads = 1` and `threads = 2`,
-tiles chosen by the compiler) and timed with `--timing-only` semantics (no data
-is computed) under each built-in profile. The bound column says what limits the
-layer: "compute" when the GEMM core is busy most of the run, else "memory".
+Each layer is compiled by vtacc for each profile (`--timing PROFILE` semantics: the tiles are chosen by
+the cycles predicted under that design) twice, with schedule `threads = 1` and `threads = 2`, and timed
+under the same profile with `--timing-only` semantics (no data is computed). The column "tiled for
+chisel-2019" times the program compiled for the 2019 core on this design: what choosing the tiles for
+the design itself gains. The bound column says which module is busier: the compute module (GEMM and
+the ALU epilogue) or the load module (busy plus waiting for memory). The whole network is
+`../shared/perf/resnet18_full.vk` (ResNet-18 as one program), found through VTA_SHARED.
 
-    python benchmarks/timing_resnet.py [--profiles chisel-2019,chisel-2021,hls]
+    python benchmarks/timing_resnet.py [--profiles chisel-2019,chisel-2021,hls] [--no-whole]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
 
 from tests.vtacc.resnet import RESNET, layer_source  # noqa: E402
 from vtacc.frontend.check import check_source  # noqa: E402
 from vtacc.program_builder import compile_file  # noqa: E402
-from vtasim.timing.profile import BUILTIN, load_profile  # noqa: E402
+from vtasim.timing.names import BUILTIN, DEFAULT  # noqa: E402
+from vtasim.timing.profile import Profile, load_profile  # noqa: E402
 from vtasim.timing.run import time_program  # noqa: E402
 from vtasm.config import default_config  # noqa: E402
+
+SHARED = Path(os.environ.get("VTA_SHARED", REPO.parent / "shared"))
+
+
+def layer_tables(profiles: list[Profile]) -> None:
+    cfg = default_config()
+    baseline = load_profile("chisel-2019")
+    sources = {(name, n): layer_source(name, f"schedule {{ threads = {n} }}")[0] for name in RESNET for n in (1, 2)}
+    compiled = {}
+    for profile in [baseline] + [p for p in profiles if p.name != baseline.name]:
+        for (name, n), src in sources.items():
+            checked = check_source(src, f"{name}.vk")
+            compiled[profile.name, name, n] = compile_file(checked, cfg, profile=profile).program
+    for profile in profiles:
+        print(f"\n{profile.name} ({profile.description}), {profile.clock_mhz:g} MHz, memory latency "
+              f"{profile.latency}; tiles chosen for {profile.name}\n")
+        print("| layer | cycles (1 thread) | cycles (2 threads) | speedup | time (2 threads) | GEMM utilisation | "
+              "compute busy | load busy | bound | tiled for chisel-2019 (2 threads) |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---|---:|")
+        total = total_base = 0
+        for name in RESNET:
+            one = time_program(compiled[profile.name, name, 1], profile, record=False).report
+            two = time_program(compiled[profile.name, name, 2], profile, record=False).report
+            base = time_program(compiled[baseline.name, name, 2], profile, record=False).report.cycles
+            total, total_base = total + two.cycles, total_base + base
+            compute = two.modules["compute"]["busy"] / two.cycles
+            load = (two.modules["load"]["busy"] + two.modules["load"]["memory"]) / two.cycles
+            bound = "compute" if compute >= load else "memory"
+            print(f"| {name} | {one.cycles:,} | {two.cycles:,} | {one.cycles / two.cycles:.2f}x | "
+                  f"{two.seconds * 1e3:.2f} ms | {two.gemm_utilisation:.1%} | {compute:.0%} | {load:.0%} | {bound} | "
+                  f"{base:,} ({base / two.cycles - 1:+.1%}) |")
+        print(f"\nC2-C11, two threads: {total:,} cycles tiled for {profile.name}, {total_base:,} with the tiles "
+              f"chosen for chisel-2019 ({total_base / total - 1:+.1%})")
+
+
+def whole_network(profiles: list[Profile]) -> None:
+    source = SHARED / "perf" / "resnet18_full.vk"
+    if not source.is_file():
+        print(f"\n(whole network skipped: {source} not found; set VTA_SHARED)")
+        return
+    cfg = default_config()
+    checked = check_source(source.read_text(encoding="utf-8"), str(source))
+    baseline = load_profile("chisel-2019")
+    base_program = compile_file(checked, cfg, profile=baseline).program
+    print(f"\nWhole network ({source.name}, {len(base_program.instructions):,} instructions compiled for chisel-2019), "
+          "memory latency 16\n")
+    print("| profile | cycles (tiled for it) | time at its clock | GEMM utilisation | tiled for chisel-2019 |")
+    print("|---|---:|---:|---:|---:|")
+    for profile in profiles:
+        program = base_program if profile.name == baseline.name else compile_file(checked, cfg, profile=profile).program
+        report = time_program(program, profile, record=False).report
+        base = time_program(base_program, profile, record=False).report.cycles
+        label = f"`{profile.name}`" + (" (default)" if profile.name == DEFAULT else "")
+        print(f"| {label} | {report.cycles:,} | {report.seconds * 1e3:.2f} ms | {report.gemm_utilisation:.1%} | "
+              f"{base:,} ({base / report.cycles - 1:+.1%}) |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profiles", default=",".join(BUILTIN))
+    parser.add_argument("--no-whole", action="store_true", help="only the layers C2-C11")
     args = parser.parse_args()
-    cfg = default_config()
     profiles = [load_profile(name) for name in args.profiles.split(",")]
-    programs = {}
-    for name in RESNET:
-        for threads in (1, 2):
-            src, _ = layer_source(name, f"schedule {{ threads = {threads} }}")
-            programs[name, threads] = compile_file(check_source(src, f"{name}.vk"), cfg).program
-    for profile in profiles:
-        print(f"\n{profile.name} ({profile.description}), {profile.clock_mhz:g} MHz, memory latency "
-              f"{profile.latency}\n")
-        print("| layer | cycles (1 thread) | cycles (2 threads) | speedup | time (2 threads) | GEMM utilisation | "
-              "compute busy | load busy | bound |")
-        print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
-        elapsed = 0.0
-        for name in RESNET:
-            one = time_program(programs[name, 1], profile, record=False).report
-            t0 = time.perf_counter()
-            two = time_program(programs[name, 2], profile, record=False).report
-            elapsed += time.perf_counter() - t0
-            compute = two.modules["compute"]["busy"] / two.cycles
-            load = (two.modules["load"]["busy"] + two.modules["load"]["memory"]) / two.cycles
-            bound = "compute" if compute >= load else "memory"
-            print(f"| {name} | {one.cycles:,} | {two.cycles:,} | {one.cycles / two.cycles:.2f}x | "
-                  f"{two.seconds * 1e3:.2f} ms | {two.gemm_utilisation:.1%} | {compute:.0%} | {load:.0%} | {bound} |")
-        print(f"\ntiming model time for the ten two-thread layers: {elapsed:.2f} s")
+    layer_tables(profiles)
+    if not args.no_whole:
+        whole_network(profiles)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 from vtasm.errors import SimFault
 
-from .plan import COMPUTE, EXEC, FETCH, FINISH, LOAD, MODULES, QUEUES, READ, STORE, SYNC, UOP, WGT, WRITE, Work
+from .plan import CLIENTS, COMPUTE, EXEC, FETCH, FINISH, LOAD, MODULES, QUEUES, READ, STORE, SYNC, UOP, WGT, WRITE, Work
 from .profile import Profile
 
 
@@ -88,7 +88,8 @@ class _Engine:
         self.fetches: list[tuple[int, int, int, int]] = []
         self.finish: int | None = None
         # read port
-        self.rd_pending: list[tuple[int, int, int, int, Generator]] = []  # (client, t_req, seq, beats, gen)
+        self.rd_pending: list[tuple[int, int, int, int, Generator, int]] = []  # (rank, t_req, seq, beats, gen, client)
+        self.rank = [profile.read_priority.index(name) for name in CLIENTS]  # the arbiter's order of the clients
         self.rd_inflight: deque[int] = deque()  # cycle each outstanding read frees its slot, in order
         self.rd_next_cmd = 0
         self.rd_data_free = 0
@@ -96,7 +97,6 @@ class _Engine:
         # write port
         self.wr_pending: deque = deque()
         self.wr_free = 0
-        self.wr_inflight: deque[int] = deque()  # acknowledgements of the write bursts still outstanding
         self.wr_decision_at: set[int] = set()
 
     # -- scheduling ---------------------------------------------------------
@@ -128,7 +128,7 @@ class _Engine:
                 if value is not None:
                     continue
                 self.seq += 1
-                self.rd_pending.append((client, t, self.seq, beats, gen))
+                self.rd_pending.append((self.rank[client], t, self.seq, beats, gen, client))
                 self._read_decision(max(t, self._read_free()))
                 return
             _, t, beats, busy = cmd
@@ -195,7 +195,7 @@ class _Engine:
             return
         req = min(eligible)
         self.rd_pending.remove(req)
-        client, _, _, beats, gen = req
+        _, _, _, beats, gen, client = req
         self._at(t, gen, self._grant_read(t, beats, client))
         if self.rd_pending:
             self._read_decision(max(self._read_free(), min(r[1] for r in self.rd_pending)))
@@ -216,16 +216,8 @@ class _Engine:
         p = self.p
         first = t + p.write_setup
         last = first + busy - 1
-        ack = last + p.write_response + p.latency
-        if p.writes_in_flight == 1:
-            self.wr_free = ack + 1
-        else:  # the next burst may start once this one's data is in and fewer bursts await their answer
-            inflight = self.wr_inflight
-            while inflight and inflight[0] < t:
-                inflight.popleft()
-            inflight.append(ack)
-            self.wr_free = last + 1 if len(inflight) < p.writes_in_flight else max(last + 1, inflight[0] + 1)
-        return t, first, last, ack
+        self.wr_free = last + 1
+        return t, first, last, last + p.write_response + p.latency
 
     def _decide_write(self, t: int) -> None:
         self.wr_decision_at.discard(t)
@@ -315,7 +307,9 @@ class _Engine:
             elif kind == WRITE:
                 t = start + 1 + w.setup
                 end = t
-                for beats, busy in zip(w.bursts, w.busy, strict=True):
+                for k, (beats, busy) in enumerate(zip(w.bursts, w.busy, strict=True)):
+                    if k in w.row_starts:  # a new command: the answers of the last one are in first
+                        t = max(t, end + 1)
                     grant = self._try_write(t, busy)
                     if grant is None:
                         grant = yield ("write", t, beats, busy)
@@ -324,7 +318,7 @@ class _Engine:
                     if self.record:
                         self.transfers.append(Transfer(w.index, "out", accept, first, last, beats))
                     end = max(end, ack)
-                    t = ack + 1 if p.writes_in_flight == 1 else last + 1
+                    t = last + 1
             elif kind == SYNC:
                 end = start + w.cycles
             else:  # FINISH

@@ -49,7 +49,8 @@ class Work:
     gaps: tuple[int, ...] = ()  # idle cycles before each burst (padding written without DRAM traffic)
     tail: int = 0  # idle cycles after the last burst
     setup: int = 0  # READ/WRITE: cycles from the start to the first request (the profile's dma.*_fixed)
-    row_starts: frozenset[int] = frozenset()  # READ: the bursts that begin a row (every row past the first)
+    row_starts: frozenset[int] = frozenset()  # READ: the bursts that begin a row past the first; WRITE: that
+    # begin a command past the first (it waits for the answers of the ones before)
     busy: tuple[int, ...] = ()  # WRITE: cycles each burst keeps the data channel busy
     bytes: int = 0  # DRAM bytes moved
     executions: int = 0  # GEMM/ALU micro-op executions
@@ -144,13 +145,20 @@ def _write_work(w: Work, insn: Instruction, cfg: VTAConfig, profile: Profile) ->
     elem = cfg.out_elem_bytes
     per = -(-elem // profile.bus_bytes)
     x, y, stride = f["x_size"], f["y_size"], f["x_stride"]
-    bursts, busy = [], []
+    bursts, busy, commands = [], [], set()
     for row in range(y):
-        for n in _split(x * per, profile, (f["dram_base"] + row * stride) * elem):
-            bursts.append(n)
-            elements = -(-n // per)
-            busy.append(n + profile.store_bubble * (elements - 1))
+        addr = (f["dram_base"] + row * stride) * elem
+        left = x * per
+        while left > 0:  # a row is one command or more; the store waits for each command's answers
+            n = min(left, profile.write_command_beats)
+            commands.add(len(bursts))
+            for b in _split(n, profile, addr):
+                bursts.append(b)
+                busy.append(b + profile.store_bubble * (-(-b // per) - 1))
+            addr += n * profile.bus_bytes
+            left -= n
     w.bursts, w.busy, w.gaps = tuple(bursts), tuple(busy), (0,) * len(bursts)
+    w.row_starts = frozenset(commands - {0})
     w.setup = profile.dma_out_fixed
     w.bytes = x * y * elem
 

@@ -47,7 +47,8 @@ class Profile:
     write_setup: int
     write_response: int
     store_bubble: int
-    writes_in_flight: int  # write bursts whose acknowledgement may be outstanding (1: each waits for its own)
+    read_priority: tuple[str, ...]  # the read clients in the arbiter's order, first served first
+    write_command_beats: int  # beats a store sends before it waits for the answers (each row a command or more)
     wgt_beat_cycles: int  # cycles the weight load takes per beat (the HLS bank's read-modify-write: 2)
     row_setup: int  # input and accumulator loads: 0, rows overlap; else cycles from a row's last beat to the
     # next row's request (the HLS load core moves one row at a time)
@@ -87,10 +88,11 @@ class Profile:
 # TOML section -> attribute prefix; keys of [memory] keep their own names.
 _SECTIONS = {"memory": "", "dma": "dma_", "fetch": "fetch_", "modules": "", "gemm": "gemm_", "alu": "alu_"}
 _TOP = ("name", "description", "clock_mhz")
+_CLIENTS = ("fetch", "uop", "inp", "wgt", "acc")  # the memory engine's read clients (timing.plan.CLIENTS)
 _SPECIAL = {"fetch_queue_depth": "queue_depth"}
 # Lower bounds of the numeric values (everything else must be >= 0).
 _AT_LEAST_ONE = {"bus_bytes", "burst_beats", "reads_in_flight", "client_reads_in_flight", "fetch_chunk",
-                 "fetch_dispatch", "queue_depth", "wgt_beat_cycles", "writes_in_flight",
+                 "fetch_dispatch", "queue_depth", "wgt_beat_cycles", "write_command_beats",
                  "dma_uop_beat_bytes"}
 
 
@@ -136,6 +138,8 @@ def _check(values: dict, origin: str) -> Profile:
     for name, value in values.items():
         typ = _FIELD_TYPES[name]
         where = f"{origin}: {_key_of(name)}"
+        if name == "read_priority":
+            continue
         if typ == "str":
             if not isinstance(value, str):
                 raise ConfigError(f"{where} must be a string")
@@ -148,6 +152,10 @@ def _check(values: dict, origin: str) -> Profile:
             low = 1 if name in _AT_LEAST_ONE else 0
             if value < low:
                 raise ConfigError(f"{where} must be at least {low}, got {value}")
+    order = values["read_priority"]
+    if not isinstance(order, (tuple, list)) or sorted(order) != sorted(_CLIENTS):
+        raise ConfigError(f"{origin}: memory.read_priority must list {', '.join(_CLIENTS)} once each, got {order!r}")
+    values["read_priority"] = tuple(order)
     if values["dma_pad_by_element"] not in (0, 1):
         raise ConfigError(f"{origin}: dma.pad_by_element must be 0 or 1, got {values['dma_pad_by_element']}")
     if values["bus_bytes"] & (values["bus_bytes"] - 1):
@@ -201,7 +209,7 @@ def load_profile(spec: str | None = None) -> Profile:
     return _check(_parse(text, spec), spec)
 
 
-def parse_override(text: str) -> tuple[str, float | int]:
+def parse_override(text: str) -> tuple[str, float | int | tuple[str, ...]]:
     """``section.key=value`` (or ``key=value`` when unique) as (attribute, number)."""
     if "=" not in text:
         raise ConfigError(f"--set {text}: expected KEY=VALUE, e.g. memory.latency=64")
@@ -220,6 +228,8 @@ def parse_override(text: str) -> tuple[str, float | int]:
             raise ConfigError(f"--set {text}: {known} profile key {key}")
         section, sub = matches[0]
         attr = _attr(section, sub) if section else key
+    if attr == "read_priority":  # a list of client names: fetch,inp,wgt,uop,acc
+        return attr, tuple(name.strip() for name in raw.split(","))
     if raw.lower() in ("true", "false"):
         raise ConfigError(f"--set {text}: expected a number")
     try:
