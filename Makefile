@@ -49,7 +49,7 @@ demo: $(STAMP) bytecode
 	@$(BIN)/python examples/demo_data.py check c8 out
 	@echo "-- first instructions of the trace (all of them: out/resnet_c8.trace, assembly: out/resnet_c8.vasm)"
 	@head -n 27 out/resnet_c8.trace
-	@echo "-- how fast VTA itself would run it: the timing model of the 2019 Chisel core (docs/timing.md)"
+	@echo "-- how fast VTA itself would run it: the timing model of the HLS design of the Pynq boards, the default (docs/timing.md)"
 	$(BIN)/vtasim run out/resnet_c8.vbin --timing-only --timeline out/resnet_c8_timeline.png
 	@echo "-- its timeline: out/resnet_c8_timeline.png (a Perfetto trace: --timeline out/resnet_c8.json)"
 	@echo

@@ -26,7 +26,10 @@ from vtacc.explain import traffic  # noqa: E402
 from vtacc.frontend.check import check_source  # noqa: E402
 from vtacc.program_builder import compile_file  # noqa: E402
 from vtasim.machine import Machine  # noqa: E402
+from vtasim.timing.profile import load_profile  # noqa: E402
 from vtasm.config import default_config, load_config  # noqa: E402
+
+TILED_FOR = load_profile("chisel-2019")  # docs/performance.md's table: tiles chosen for the 2019 core
 
 
 def main() -> None:
@@ -45,7 +48,7 @@ def main() -> None:
                                                                                     dtype=np.int8)
         b = rng.integers(-3000, 3000, oc).astype(np.int32)
         t0 = time.perf_counter()
-        compiled = compile_file(check_source(src, "layer.vk"), cfg)
+        compiled = compile_file(check_source(src, "layer.vk"), cfg, profile=TILED_FOR)
         compile_s = time.perf_counter() - t0
         machine = Machine(compiled.program)
         for tensor, array in (("x", x), ("w", w), ("b", b)):

@@ -7,7 +7,7 @@ GEMM core's peak plus its ALU executions at the ALU's rate; the memory bound
 its compulsory bytes over the bus (vtacc/roofline.py). With ``--pictures DIR``
 it also draws each profile's roofline, one and two threads side by side.
 
-    python benchmarks/roofline_resnet.py [--profiles chisel-2019,chisel-2021] [--mem-latency 16] [--pictures DIR]
+    python benchmarks/roofline_resnet.py [--profiles chisel-2019,chisel-2021,hls] [--mem-latency 16] [--pictures DIR]
 """
 
 from __future__ import annotations
@@ -24,13 +24,14 @@ from vtacc.frontend.check import check_source  # noqa: E402
 from vtacc.program_builder import compile_file  # noqa: E402
 from vtacc.roofline import draw_roofline, roofline_points  # noqa: E402
 from vtacc.schedule.tiling import compulsory_traffic  # noqa: E402
+from vtasim.timing.names import BUILTIN  # noqa: E402
 from vtasim.timing.profile import resolve_profile  # noqa: E402
 from vtasm.config import default_config  # noqa: E402
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--profiles", default="chisel-2019,chisel-2021")
+    parser.add_argument("--profiles", default=",".join(BUILTIN))
     parser.add_argument("--mem-latency", type=int, default=16)
     parser.add_argument("--pictures", type=Path, default=None, help="write roofline-PROFILE.png here")
     args = parser.parse_args()

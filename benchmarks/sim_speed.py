@@ -42,6 +42,7 @@ from streams import tiled_gemm_stream  # noqa: E402
 
 from vtacc.frontend.check import check_source  # noqa: E402
 from vtacc.program_builder import compile_file  # noqa: E402
+from vtasim.timing.profile import load_profile  # noqa: E402
 from vtasm.config import default_config  # noqa: E402
 from vtasm.formats.vbin import save_vbin  # noqa: E402
 
@@ -88,7 +89,8 @@ def build(work: Path, only: str | None) -> dict[str, Path]:
             source = SHARED / "perf" / f"{name}.vk"
             if not source.exists():
                 sys.exit(f"error: {source} not found (set VTA_SHARED)")
-            program = compile_file(check_source(source.read_text(), str(source)), default_config()).program
+            program = compile_file(check_source(source.read_text(), str(source)), default_config(),
+                                   profile=load_profile("chisel-2019")).program  # the yardsticks' tiles
             how = f"vtacc {source.name}"
         save_vbin(program, path)
         print(f"built {name}: {len(program.instructions):,} instructions with {how} "

@@ -131,4 +131,7 @@ def resnet_stream(cfg: VTAConfig | None = None) -> Program:
         results.append(f"y{n}: int8[1, {oc}, {oh}, {oh}]")
         body.append(f"    y{n} = clip((conv2d(x{n}, w{n}, stride={stride}, pad={pad}) >> 8) + b{n}, 0, 127)")
     src = f"kernel resnet({', '.join(params)}) -> ({', '.join(results)}) {{\n" + "\n".join(body) + "\n}\n"
-    return compile_file(check_source(src, "resnet18.vk"), cfg or default_config()).program
+    from vtasim.timing.profile import load_profile
+
+    return compile_file(check_source(src, "resnet18.vk"), cfg or default_config(),
+                        profile=load_profile("chisel-2019")).program  # the tiles docs/performance.md quotes

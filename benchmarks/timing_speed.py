@@ -63,7 +63,8 @@ def main() -> None:
     args = parser.parse_args()
     if not args.program.exists():
         sys.exit(f"error: {args.program} not found (set VTA_SHARED or pass --program FILE.vk)")
-    program = compile_file(check_source(args.program.read_text(), str(args.program)), default_config()).program
+    program = compile_file(check_source(args.program.read_text(), str(args.program)), default_config(),
+                           profile=load_profile("chisel-2019")).program  # the tiles docs/timing.md quotes
     print(f"{args.program.name}: {len(program.instructions):,} instructions\n")
 
     print("in process, timing model only (as --timing-only), median of", args.runs, "runs")

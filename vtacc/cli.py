@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from vtasim.timing.names import BUILTIN, DEFAULT
 from vtasm.cli_support import FILE, config_option, refuse_overwriting, reports_errors, traceback_option
 from vtasm.config import resolve_config
 from vtasm.errors import FormatError, UsageError
@@ -41,8 +42,8 @@ EMITS = ("asm", "checked", "schedule", "ir", "dump", "vk")
 @click.option("--explain", is_flag=True,
               help="Report the tiling, buffer occupancy, counts, DRAM traffic, predicted cycles and bounds.")
 @click.option("--timing", "timing", default=None, metavar="PROFILE",
-              help="Hardware profile the tiles are chosen for (chisel-2019, chisel-2021, hls or a .toml file; "
-                   "default chisel-2019).")
+              help=f"Hardware profile the tiles are chosen for ({', '.join(BUILTIN)} or a .toml file; "
+                   f"default {DEFAULT}).")
 @click.option("--mem-latency", type=click.IntRange(min=0), default=None, metavar="N",
               help="Memory latency in cycles (overrides the profile).")
 @click.option("--set", "timing_sets", multiple=True, metavar="KEY=VALUE",

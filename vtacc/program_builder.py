@@ -151,7 +151,7 @@ def compile_file(checked: ck.CheckedFile, cfg: VTAConfig, kernel_name: str | Non
                  params: dict[str, np.ndarray] | None = None) -> Compiled:
     """Compile the entry kernel of a checked file (with everything it calls) into one program.
 
-    Tiles are chosen by the cycles predicted under ``profile`` (default chisel-2019);
+    Tiles are chosen by the cycles predicted under ``profile`` (default: timing.names.DEFAULT);
     ``threads`` sets the virtual threads where a schedule does not. ``params``
     gives some of the entry's inputs their values (weights): they are packed
     into the program's data and are no longer inputs of the run.

@@ -10,7 +10,9 @@ instruction's start to its last one's end. Its bounds:
 - memory: its compulsory bytes (every input, weight and bias byte read once,
   every output byte written once) over the bus, ``memory.bus_bytes`` per
   cycle; reads and writes have channels of their own, so the larger of the
-  two binds.
+  two binds. Where the weight client takes a beat only every
+  ``memory.wgt_beat_cycles`` (the HLS weight bank), each weight byte counts
+  that many times on the read side.
 
 The larger bound binds; the fraction reached is that bound over the cycles
 the result took.
@@ -24,7 +26,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from vtacc.schedule.tiling import compulsory_traffic
+from vtacc.schedule.tiling import compulsory_parts
 from vtasm.fileio import write_atomic
 
 from .compiler import Compiled
@@ -117,11 +119,12 @@ def roofline_points(compiled: Compiled) -> list[RooflinePoint]:
         alu_cycles = sum(works[i].executions * (profile.alu_imm_per_execution if works[i].variant else
                                                 profile.alu_tensor_per_execution)
                          for i in index if works[i].unit == "alu")
-        reads, writes = compulsory_traffic(planned.op, planned.needs, cfg)
+        reads, writes, weights = compulsory_parts(planned.op, planned.needs, cfg)
+        slow_reads = reads + (profile.wgt_beat_cycles - 1) * weights
         points.append(RooflinePoint(
             name=planned.op.out.name, cycles=cycles, macs=macs, alu_executions=alu, read_bytes=reads,
             write_bytes=writes, compute_bound=macs / peak_macs + alu_cycles,
-            memory_bound=max(reads, writes) / profile.bus_bytes, clock_mhz=profile.clock_mhz,
+            memory_bound=max(slow_reads, writes) / profile.bus_bytes, clock_mhz=profile.clock_mhz,
             label=user_name(planned.op, compiled.kernel.name)))
     for point, label in zip(points, _numbered([p.label for p in points]), strict=True):
         point.label = label

@@ -21,6 +21,7 @@ from vtasm.formats.network import NetworkFile, load_network
 
 from .network_cli import check_host_steps, int8_inputs, run_batches, stacked, timing_text
 from .pipeline import DEFAULT_MAX_OPS
+from .timing.names import DEFAULT
 
 
 def load(path: str | Path) -> NetworkFile:
@@ -43,7 +44,7 @@ def run(net: NetworkFile | str | Path, inputs: dict[str, np.ndarray] | np.ndarra
     return {name: stacked(net, runs, name, int8, new_axis) for name in net.outputs}
 
 
-def timing(net: NetworkFile | str | Path, profile: str = "chisel-2019") -> str:
+def timing(net: NetworkFile | str | Path, profile: str = DEFAULT) -> str:
     """The timing model's cycles for each VTA launch (host steps are timed by running: see `vtasim run`)."""
     from .timing.profile import resolve_profile
 

@@ -1,12 +1,13 @@
 """ResNet-18 from ONNX to vtasim: import, compile, run, check against numpy, chart each layer's time.
 
-    python examples/resnet18/run.py OUT_DIR [--chart FILE.png]
+    python examples/resnet18/run.py OUT_DIR [--chart FILE.png] [--timing chisel-2019]
 
 OUT_DIR holds what build_resnet18.py wrote. The model is imported and
 quantised on calibration.npy and compiled as one program (the weights packed
 in); input.npy runs on vtasim and the logits are compared bit for bit with the
-numpy execution of the quantised network. The timing model (chisel-2019)
-gives each layer's time: the cycles from the end of the previous layer's last
+numpy execution of the quantised network. The timing model (the default
+profile, hls, or the one --timing names; the tiles are chosen for it) gives
+each layer's time: the cycles from the end of the previous layer's last
 instruction to the end of its own (layers overlap a little in the pipeline).
 Exit 1 if the logits differ.
 """
@@ -23,6 +24,7 @@ import numpy as np
 from vtacc.frontend.onnx.reference import run_int8
 from vtacc.model import CompiledModel, compile_model
 from vtasim.session import run_arrays
+from vtasim.timing.profile import load_profile
 from vtasm.config import default_config
 
 
@@ -87,9 +89,11 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", type=Path)
     parser.add_argument("--chart", type=Path, default=None)
+    parser.add_argument("--timing", default=None, metavar="PROFILE", help="hardware profile (default: hls)")
     args = parser.parse_args()
     started = time.perf_counter()
-    model = compile_model(args.out / "resnet18.onnx", default_config(), args.out / "calibration.npy")
+    model = compile_model(args.out / "resnet18.onnx", default_config(), args.out / "calibration.npy",
+                          load_profile(args.timing))
     compile_s = time.perf_counter() - started
     qnet = model.imported.qnet
     x = qnet.quantise_input(np.load(args.out / "input.npy"))

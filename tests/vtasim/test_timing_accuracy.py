@@ -39,14 +39,16 @@ def test_the_whole_set_was_compared(rows):
     assert names == expected and len(rows) == 3 * len(expected)
 
 
-@pytest.mark.parametrize("design, median_bound", [("chisel-2021", 0.02), ("hls", 0.04)])
-def test_other_designs_against_their_own_measurements(design, median_bound):
-    """Each profile is compared with its own design's RTL (names.MEASURED). Issue 24 brings both within 3 %;
-    today's bounds keep what was reached (hls: median 44 % -> 3.1 % with its measured GEMM, ALU, weight
-    load and row-by-row input costs; chisel-2021: 4.4 % -> 1.4 % with write answers that overlap)."""
+@pytest.mark.parametrize("design, worst, outside", [("chisel-2021", 0.065, 3), ("hls", 0.035, 1)])
+def test_other_designs_against_their_own_measurements(design, worst, outside):
+    """Each profile is compared with its own design's RTL (names.MEASURED): median under 1 %, and what is
+    left outside 3 % (programs of many tiny transfers at memory latency 0, docs/timing.md) bounded as it
+    stands: chisel-2021 at most 6.5 % on 3 of 126 measurements, hls at most 3.5 % on one."""
     from vtasim.timing.names import MEASURED
 
     rows = compare(load_cases(require(TIMING), MEASURED[design]), load_profile(design))
     expected = {p.name for p in TIMING.iterdir() if (p / MEASURED[design]).is_file()}
     assert {r.name for r in rows} == expected and len(rows) == 3 * len(expected)
-    assert statistics.median(abs(r.error) for r in rows) < median_bound
+    errors = [abs(r.error) for r in rows]
+    assert statistics.median(errors) < 0.01
+    assert max(errors) < worst and sum(e > 0.03 for e in errors) <= outside

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from tests.vtasm.paths import SHARED, require
 from vtasim.cli import main
+from vtasim.timing.names import DEFAULT, MEASURED
 from vtasm.formats.vbin import save_vbin
 
 from .builders import matmul_program
@@ -42,16 +43,17 @@ def test_timing_only_gives_the_cycles_of_a_full_run(prog):
 
 def test_conformance_program_runs_with_timing():
     directory = require(SHARED / "timing" / "conf_smm")
-    measured = json.loads((directory / "cycles.json").read_text())["mem_latency_16"]
+    measured = json.loads((directory / MEASURED[DEFAULT]).read_text())["mem_latency_16"]  # the default design's
     out = _json(_run(directory, "--timing-only", "--mem-latency", "16", "--profile"))
     assert abs(out["cycles"] - measured) / measured < 0.03
 
 
 def test_what_if_overrides_change_the_cycles(prog):
-    base = _json(_run(prog, "--timing-only", "--profile"))["cycles"]
-    slow = _json(_run(prog, "--timing-only", "--profile", "--mem-latency", "200"))["cycles"]
-    wide = _json(_run(prog, "--timing-only", "--profile", "--set", "gemm.per_execution=1"))["cycles"]
-    fast = _json(_run(prog, "--timing-only", "--profile", "--set", "clock_mhz=200"))
+    on = ("--timing-only", "--timing=chisel-2019", "--profile")  # four cycles per GEMM execution
+    base = _json(_run(prog, *on))["cycles"]
+    slow = _json(_run(prog, *on, "--mem-latency", "200"))["cycles"]
+    wide = _json(_run(prog, *on, "--set", "gemm.per_execution=1"))["cycles"]
+    fast = _json(_run(prog, *on, "--set", "clock_mhz=200"))
     assert slow > base > wide
     assert fast["cycles"] == base and fast["timing"]["clock_mhz"] == 200.0
 
@@ -70,7 +72,7 @@ def test_profiles_by_name_and_file(prog, tmp_path):
 def test_text_report(prog):
     result = _run(prog, "--timing-only")
     assert result.exit_code == 0
-    assert result.stdout.startswith("timing (chisel-2019): ")
+    assert result.stdout.startswith(f"timing ({DEFAULT}): ")
     for module in ("fetch", "load", "compute", "store"):
         assert f"  {module}" in result.stdout
 

@@ -21,6 +21,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from vtasim.timing.names import DEFAULT
 from vtasim.timing.profile import Profile, load_profile, parse_override
 from vtasm.config import DEFAULT_CONFIG, LOG_KEYS
 from vtasm.errors import ConfigError, SpecError, VtaError
@@ -252,7 +253,7 @@ def _hardware(data: list, base: Path, lines: _Lines) -> list[Hardware]:
         raise SpecError(f"{lines.where('')}: [[hardware]] must be a list of tables")
     out = []
     for i, table in enumerate(data):
-        name = str(table.get("profile", "chisel-2019"))
+        name = str(table.get("profile", DEFAULT))
         spec = name if not name.endswith(".toml") else str(base / name)
         try:
             profile = load_profile(spec)

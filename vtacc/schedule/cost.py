@@ -50,7 +50,8 @@ class CostModel:
         self._dma: dict[tuple, int] = {}
 
     def dma(self, mem: int, rows: int, cols: int) -> int:
-        """Cycles of a LOAD (or, for ``OUT``, a STORE) of ``rows`` rows of ``cols`` elements."""
+        """Cycles of a LOAD (or, for ``OUT``, a STORE) of ``rows`` rows of ``cols`` elements (each instruction
+        also pays the module's gap before the next, as GEMM and ALU instructions do)."""
         if rows <= 0 or cols <= 0:
             return 0
         key = (mem, rows, cols)
@@ -58,7 +59,7 @@ class CostModel:
             kind = "store" if mem == OUT else "load"
             insn = make_instruction(kind, memory_type=mem, sram_base=0, dram_base=0, y_size=rows, x_size=cols,
                                     x_stride=cols)
-            self._dma[key] = instruction_cycles(insn, self.cfg, self.profile)
+            self._dma[key] = instruction_cycles(insn, self.cfg, self.profile) + self.profile.insn_gap
         return self._dma[key]
 
     def box(self, mem: int, dims: tuple[int, int, int, int], extent: tuple[int, int, int, int]) -> int:
@@ -66,10 +67,10 @@ class CostModel:
         return sum(self.dma(mem, d.y, d.x) for d in box_dmas(dims, (0, 0, 0, 0), extent, 0))
 
     def gemm(self, executions: int, iterations: int, reset: bool = False) -> int:
-        return execution_cycles(self.profile, "gemm", executions, iterations, reset)
+        return execution_cycles(self.profile, "gemm", executions, iterations, reset) + self.profile.insn_gap
 
     def alu(self, executions: int, imm: bool) -> int:
-        return execution_cycles(self.profile, "alu", executions, 1, imm)
+        return execution_cycles(self.profile, "alu", executions, 1, imm) + self.profile.insn_gap
 
     def tiling_cycles(self, sh: Problem, needs: Needs, tn: int, toc: int, th: int, tw: int, tic: int, order: str,
                       resident: bool, threads: int, producer: str) -> int:

@@ -184,21 +184,35 @@ def _evaluate(t: Tiling, pr: Problem, needs: Needs, cfg: VTAConfig, gemm: bool, 
 
 def _compulsory_split(pr: Problem, needs: Needs, cfg: VTAConfig, gemm: bool, pool: bool,
                       extra_bytes: int) -> tuple[int, int]:
+    reads, out, _ = _compulsory_parts(pr, needs, cfg, gemm, pool, extra_bytes)
+    return reads, out
+
+
+def _compulsory_parts(pr: Problem, needs: Needs, cfg: VTAConfig, gemm: bool, pool: bool,
+                      extra_bytes: int) -> tuple[int, int, int]:
+    """(bytes read, bytes written, of the reads the weights' bytes)."""
     out = pr.groups * pr.n_t * pr.oc_t * pr.oh * pr.ow * cfg.out_elem_bytes
     reads = len(needs.biases) * pr.groups * pr.oc_t * cfg.acc_elem_bytes + extra_bytes
+    weights = 0
     if gemm:
         reads += pr.groups * pr.n_t * pr.ic_t * pr.ih * pr.iw * cfg.inp_elem_bytes
-        reads += pr.groups * pr.oc_t * pr.ic_t * pr.kh * pr.kw * cfg.wgt_elem_bytes
+        weights = pr.groups * pr.oc_t * pr.ic_t * pr.kh * pr.kw * cfg.wgt_elem_bytes
+        reads += weights
     elif pool:
         reads += pr.n_t * pr.oc_t * pr.ih * pr.iw * cfg.inp_elem_bytes
-    return reads, out
+    return reads, out, weights
 
 
 def compulsory_traffic(op: Operator, needs: Needs, cfg: VTAConfig) -> tuple[int, int]:
     """(bytes read, bytes written) an operator moves at the least: every byte of its tensors once."""
+    return compulsory_parts(op, needs, cfg)[:2]
+
+
+def compulsory_parts(op: Operator, needs: Needs, cfg: VTAConfig) -> tuple[int, int, int]:
+    """(bytes read, bytes written, of the reads the weights' bytes) an operator moves at the least."""
     extra = sum(t.nbytes for t in {id(t): t for t in op.operands.values()}.values()
                 if t.name not in needs.biases)
-    return _compulsory_split(problem_of(op, cfg), needs, cfg, isinstance(op.producer, GemmProducer),
+    return _compulsory_parts(problem_of(op, cfg), needs, cfg, isinstance(op.producer, GemmProducer),
                              isinstance(op.producer, PoolProducer), extra)
 
 

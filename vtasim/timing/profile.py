@@ -195,7 +195,7 @@ def _keys() -> dict[str, list[str]]:
 
 
 def load_profile(spec: str | None = None) -> Profile:
-    """A built-in profile by name, or a TOML file by path (default: chisel-2019)."""
+    """A built-in profile by name, or a TOML file by path (default: names.DEFAULT, the HLS design)."""
     spec = spec or DEFAULT
     if spec in BUILTIN:
         return _check(_parse(_builtin_text()[spec], f"profile {spec}"), f"profile {spec}")

@@ -31,6 +31,7 @@ LOG_INP_BUFF_SIZE = [7, 8]           # 7: 8 input elements, one fewer than a 3x3
 LOG_WGT_BUFF_SIZE = 13
 
 [[hardware]]
+profile = "chisel-2019"              # the figures below are its (the default is hls)
 bus_bytes = [16, 12]                 # 12: not a power of two
 """
 
@@ -68,7 +69,8 @@ def test_an_ok_row_matches_vtacc_and_vtasim_run_by_hand(rows, tmp_path):
     (tmp_path / "conv.vk").write_text(spec.workloads[0].source)
     subprocess.run([BIN / "vtacc", "conv.vk", "--timing", "chisel-2019", "--set", "bus_bytes=16", "-o", "conv.vbin"],
                    cwd=tmp_path, check=True, capture_output=True)
-    out = subprocess.run([BIN / "vtasim", "run", "conv.vbin", "--timing-only", "--set", "bus_bytes=16"],
+    out = subprocess.run([BIN / "vtasim", "run", "conv.vbin", "--timing-only", "--timing=chisel-2019", "--set",
+                          "bus_bytes=16"],
                          cwd=tmp_path, check=True, capture_output=True, text=True)
     cycles = int(re.search(r"([\d,]+) cycles", out.stdout + out.stderr).group(1).replace(",", ""))
     assert row["cycles"] == cycles

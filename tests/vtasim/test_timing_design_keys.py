@@ -1,0 +1,91 @@
+"""The profile keys that tell the three designs apart, each on a hand-computed case.
+
+One instruction on an idle machine (vtasim.timing.run.instruction_cycles: from
+its start to its end). By the rules of docs/timing.md, a load's first request
+goes out ``1 + dma.<type>_fixed`` cycles after its start and a burst of L beats
+accepted in cycle c ends in ``c + read_setup + N + L - 1``; a store's burst
+accepted in c sends data from ``c + write_setup``, one beat per cycle plus
+``store_bubble`` after each output element, and is answered
+``write_response + N`` cycles after its last beat. The expected values below
+are worked out from those rules, not by running the model.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.vtasim.builders import INP, UOP, WGT, load, store
+from vtasim.timing.profile import load_profile, with_overrides
+from vtasim.timing.run import instruction_cycles
+from vtasm.config import default_config
+from vtasm.errors import ConfigError
+
+CFG = default_config()  # input elements of 16 bytes (2 beats), weights of 256 (32 beats), outputs of 16
+
+
+def _profile(**values):
+    return with_overrides(load_profile("chisel-2019"), values)  # read_setup 2, write_setup 3, response 2, N 16
+
+
+def test_dma_fixed_delays_the_first_request():
+    insn = load(INP, 0, 0, 4)
+    p = _profile()
+    assert instruction_cycles(insn, CFG, p) == 1 + p.read_setup + p.latency + 8 - 1
+    assert instruction_cycles(insn, CFG, _profile(dma_inp_fixed=7)) == 1 + 7 + p.read_setup + p.latency + 8 - 1
+    assert instruction_cycles(insn, CFG, _profile(dma_wgt_fixed=7)) == instruction_cycles(insn, CFG, p)
+
+
+def test_the_micro_op_port_width_sets_the_beats():
+    insn = load(UOP, 0, 0, 10)  # 40 bytes: 5 beats of 8 bytes, 10 of 4
+    p = _profile()
+    assert instruction_cycles(insn, CFG, p) == 1 + p.read_setup + p.latency + 5 - 1
+    assert instruction_cycles(insn, CFG, _profile(dma_uop_beat_bytes=4)) == 1 + p.read_setup + p.latency + 10 - 1
+
+
+def test_rows_one_at_a_time_weights_too():
+    insn = load(WGT, 0, 0, 1, y=3)  # three rows of 32 beats
+    p = _profile(reads_in_flight=16, client_reads_in_flight=16)
+    overlapped = instruction_cycles(insn, CFG, p)
+    # requests at s + 1, s + 2, s + 3; the data bus is the limit: 96 beats from s + 1 + read_setup + N
+    assert overlapped == 1 + p.read_setup + p.latency + 96 - 1
+    serial = instruction_cycles(insn, CFG, with_overrides(p, {"row_setup": 5}))
+    # each row waits for the last beat of the one before, plus row_setup, before its request
+    assert serial == 1 + 3 * (p.read_setup + p.latency + 32 - 1) + 2 * (1 + 5)
+
+
+def test_a_slow_weight_client_takes_its_beats_at_its_rate():
+    insn = load(WGT, 0, 0, 1)
+    p = _profile(wgt_beat_cycles=2)
+    assert instruction_cycles(insn, CFG, p) == 1 + p.read_setup + p.latency + 2 * 32 - 1
+
+
+def test_padding_by_beat_or_by_element():
+    insn = load(INP, 0, 0, 4, pad=(0, 0, 1, 1))  # one element of padding on each side of the row
+    p = _profile()
+    by_beat = instruction_cycles(insn, CFG, p)
+    assert by_beat == 1 + 2 + p.read_setup + p.latency + 8 - 1 + 2  # 2 beats of padding before and after
+    assert instruction_cycles(insn, CFG, _profile(dma_pad_by_element=1)) == by_beat - 2
+
+
+@pytest.mark.parametrize("command", [16, 32, 64, 128])
+def test_a_store_waits_for_its_answers_once_per_command(command):
+    insn = store(0, 0, 64)  # 128 beats: 8 bursts of 16 beats (8 elements, 7 bubbles: 23 cycles each)
+    p = _profile(burst_beats=16)
+    per_burst = instruction_cycles(insn, CFG, with_overrides(p, {"write_command_beats": 16}))
+    # alone, every burst is accepted the cycle after the answer to the one before
+    one = p.write_setup + 23 - 1 + p.write_response + p.latency
+    assert per_burst == 1 + 8 * one + 7
+    # within a command the next burst is accepted the cycle after the last one's data, not after its answer:
+    # write_response + N saved for every burst that does not begin a command
+    merged = 8 - 128 // command
+    got = instruction_cycles(insn, CFG, with_overrides(p, {"write_command_beats": command}))
+    assert got == per_burst - merged * (p.write_response + p.latency)
+
+
+def test_the_new_keys_are_checked():
+    with pytest.raises(ConfigError, match="read_priority must list"):
+        _profile(read_priority=("fetch", "inp"))
+    with pytest.raises(ConfigError, match="pad_by_element must be 0 or 1"):
+        _profile(dma_pad_by_element=2)
+    with pytest.raises(ConfigError, match="write_command_beats must be at least 1"):
+        _profile(write_command_beats=0)
