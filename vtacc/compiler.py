@@ -218,11 +218,6 @@ def _check_dram_need(decls: tuple[ck.TensorDecl, ...]) -> None:
                            f"({n:,} bytes)", decl.span)
 
 
-def compile_kernel(kernel: ck.Kernel, cfg: VTAConfig, source_name: str, profile: Profile | None = None) -> Compiled:
-    """Compile one kernel that calls no other kernel."""
-    return compile_units(kernel, [Unit(kernel, a) for a in kernel.assigns], cfg, source_name, profile)
-
-
 def _program_tensors(entry: ck.Kernel, table: TensorTable, cfg: VTAConfig, constant_tensors: dict[str, DramTensor],
                      constant_data: dict[str, bytes], identity: bool, neg_identity: bool
                      ) -> tuple[list[DramTensor], dict[str, bytes]]:

@@ -17,9 +17,6 @@ from .loops import PlanCache
 from .memory import loaded_elements
 from .state import MachineState
 
-UOP, WGT, INP, ACC, OUT, ACC8 = (isa.MEM_TYPES[n] for n in ("uop", "wgt", "inp", "acc", "out", "acc8"))
-_SRAM = {UOP: "uop", WGT: "wgt", INP: "inp", ACC: "acc", ACC8: "acc"}
-
 
 @dataclass
 class Access:
@@ -42,17 +39,17 @@ def accesses(state: MachineState, insn: Instruction, plans: PlanCache) -> Access
     reads: dict[str, np.ndarray] = {}
     writes: dict[str, np.ndarray] = {}
     kind = insn.kind
-    if kind == "load" and insn["x_size"] and insn["memory_type"] in _SRAM:
+    if kind == "load" and insn["x_size"] and insn["memory_type"] in isa.LOAD_BUFFER:
         mtype = insn["memory_type"]
         x, y = insn["x_size"], insn["y_size"]
         total = loaded_elements(insn)
-        writes[_SRAM[mtype]] = np.arange(insn["sram_base"], insn["sram_base"] + total, dtype=np.int64)
-        eb = cfg.acc8_elem_bytes if mtype == ACC8 else isa.elem_bytes(cfg, mtype)
+        writes[isa.LOAD_BUFFER[mtype]] = np.arange(insn["sram_base"], insn["sram_base"] + total, dtype=np.int64)
+        eb = isa.elem_bytes(cfg, mtype)
         reads["dram"] = _dram_bytes(insn["dram_base"] * eb, y, x * eb, insn["x_stride"] * eb)
     elif kind == "store" and insn["x_size"]:
         x, y = insn["x_size"], insn["y_size"]
         reads["acc"] = np.arange(insn["sram_base"], insn["sram_base"] + x * y, dtype=np.int64)
-        eb = cfg.out_elem_bytes
+        eb = isa.elem_bytes(cfg, isa.MEM_TYPES["out"])
         writes["dram"] = _dram_bytes(insn["dram_base"] * eb, y, x * eb, insn["x_stride"] * eb)
     elif kind in ("gemm", "alu") and plans.count(insn) > 0:
         reads["uop"] = np.arange(insn["uop_bgn"], insn["uop_end"], dtype=np.int64)

@@ -19,7 +19,6 @@ from .faults import fault
 from .state import MachineState, check_dram, int_dtype
 
 UOP, WGT, INP, ACC, OUT, ACC8 = (isa.MEM_TYPES[n] for n in ("uop", "wgt", "inp", "acc", "out", "acc8"))
-_BUFFER_NAMES = {UOP: "uop", WGT: "wgt", INP: "inp", ACC: "acc", ACC8: "acc"}
 
 
 def _dram_fault(base_byte: int, row_bytes: int, stride_bytes: int, rows: int, dram_bytes: int) -> str | None:
@@ -53,7 +52,7 @@ def load_fault(cfg, dram_bytes: int, insn: Instruction) -> str | None:
     order a run checks them."""
     mtype = insn["memory_type"]
     x_size, y_size = insn["x_size"], insn["y_size"]
-    if mtype not in _BUFFER_NAMES:
+    if mtype not in isa.LOAD_BUFFER:
         return f"LOAD of unknown memory type {mtype}"
     if x_size == 0:
         return None
@@ -63,7 +62,7 @@ def load_fault(cfg, dram_bytes: int, insn: Instruction) -> str | None:
     depth = {UOP: cfg.uop_depth, WGT: cfg.wgt_depth, INP: cfg.inp_depth}.get(mtype, cfg.acc_depth)
     base = insn["sram_base"]
     if base + total > depth:
-        return f"{_BUFFER_NAMES[mtype]} SRAM elements {base}..{base + total - 1} overflow the buffer (0..{depth - 1})"
+        return f"{isa.LOAD_BUFFER[mtype]} SRAM elements {base}..{base + total - 1} overflow the buffer (0..{depth - 1})"
     if not y_size:
         return None
     elem = cfg.acc8_elem_bytes if mtype == ACC8 else isa.elem_bytes(cfg, mtype)

@@ -48,7 +48,6 @@ OPCODES = {"load": 0, "store": 1, "gemm": 2, "finish": 3, "alu": 4}
 MEM_TYPES = {"uop": 0, "wgt": 1, "inp": 2, "acc": 3, "out": 4, "acc8": 5}
 ALU_OPS = {"min": 0, "max": 1, "add": 2, "shr": 3, "mul": 4}
 
-OPCODE_NAMES = {v: k for k, v in OPCODES.items()}
 MEM_TYPE_NAMES = {v: k for k, v in MEM_TYPES.items()}
 ALU_OP_NAMES = {v: k for k, v in ALU_OPS.items()}
 
@@ -268,7 +267,20 @@ STAGE_QUEUES: dict[str, dict[str, str | None]] = {
     STORE_STAGE: {"pop_prev": "g2s", "pop_next": None, "push_prev": "s2g", "push_next": None},
 }
 
+# Each queue's ends, read off the table above: queue -> (producer stage, its push flag, consumer stage, its
+# pop flag). The timing model and the compiler's token pass use these, not a table of their own.
+QUEUE_ENDS: dict[str, tuple[str, str, str, str]] = {
+    queue: next((stage, flag) for stage, table in STAGE_QUEUES.items() for flag, q in table.items()
+                if q == queue and flag.startswith("push"))
+    + next((stage, flag) for stage, table in STAGE_QUEUES.items() for flag, q in table.items()
+           if q == queue and flag.startswith("pop"))
+    for queue in QUEUES
+}
+
 LOAD_STAGE_MEM_TYPES = frozenset({MEM_TYPES["inp"], MEM_TYPES["wgt"]})
+# The on-chip buffer a LOAD of each memory type writes (ACC_8BIT: the accumulator).
+LOAD_BUFFER = {MEM_TYPES[t]: b for t, b in (("uop", "uop"), ("wgt", "wgt"), ("inp", "inp"), ("acc", "acc"),
+                                              ("acc8", "acc"))}
 
 
 def stage_of(opcode: int, memory_type: int = 0) -> str:

@@ -89,3 +89,13 @@ def test_the_new_keys_are_checked():
         _profile(dma_pad_by_element=2)
     with pytest.raises(ConfigError, match="write_command_beats must be at least 1"):
         _profile(write_command_beats=0)
+
+
+def test_an_acc8_load_moves_batch_x_block_out_bytes_an_element():
+    """An ACC_8BIT element is BATCH x BLOCK_OUT bytes (isa.md), 16 on the default configuration: 2 beats, as the
+    functional simulator moves it (the timing model once took the 64 bytes of an int32 accumulator element)."""
+    from tests.vtasim.builders import ACC8
+
+    p = _profile()
+    assert CFG.batch * CFG.block_out == 16
+    assert instruction_cycles(load(ACC8, 0, 0, 4), CFG, p) == 1 + p.read_setup + p.latency + 4 * 2 - 1

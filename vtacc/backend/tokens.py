@@ -26,13 +26,8 @@ import numpy as np
 from vtasm import isa
 
 STAGE_ID = {s: i for i, s in enumerate(isa.STAGES)}
-# (producer stage, consumer stage) -> (queue, producer's push flag, consumer's pop flag)
-QUEUE = {
-    ("load", "compute"): ("l2g", "push_next", "pop_prev"),
-    ("compute", "load"): ("g2l", "push_prev", "pop_next"),
-    ("compute", "store"): ("g2s", "push_next", "pop_prev"),
-    ("store", "compute"): ("s2g", "push_prev", "pop_next"),
-}
+# (producer stage, consumer stage) -> (queue, producer's push flag, consumer's pop flag), from vtasm's table
+QUEUE = {(prod, cons): (queue, push, pop) for queue, (prod, push, cons, pop) in isa.QUEUE_ENDS.items()}
 
 
 @dataclass

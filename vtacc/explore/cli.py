@@ -89,14 +89,16 @@ def explore(spec_path: str, out_dir: str, workers: int | None, scheduler: str | 
 
 
 def _summary(rows: list[dict], total: int) -> str:
-    counts = {s: sum(1 for r in rows if r["status"] == s) for s in ("ok", "invalid", "refused", "failed")}
+    from .evaluate import STATUSES
+
+    counts = {s: sum(1 for r in rows if r["status"] == s) for s in STATUSES}
     text = f"{len(rows)} of {total} points: " + ", ".join(f"{n} {s}" for s, n in counts.items() if n) + "\n"
     compile_s = sum(r["compile_s"] or 0 for r in rows if r["status"] == "ok")
     timing_s = sum(r["timing_s"] or 0 for r in rows if r["status"] == "ok")
     if counts["ok"]:
         text += (f"per finished point: compile {compile_s / counts['ok']:.3f} s, timing model "
                  f"{timing_s / counts['ok']:.3f} s\n")
-    reasons = sorted({r["reason"] for r in rows if r["status"] in ("invalid", "refused", "failed")})
+    reasons = sorted({r["reason"] for r in rows if r["status"] != "ok"})
     for reason in reasons[:5]:
         text += f"  not run: {_clipped(reason, 160)}\n"
     if len(reasons) > 5:

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from vtasm.errors import UsageError
 
-from .evaluate import evaluate, failed_row
+from .evaluate import STATUSES, evaluate, failed_row
 from .results import ResultTable
 from .spec import Point
 
@@ -82,7 +82,7 @@ class Progress:
             self.next_line += 0.1
 
     def postfix(self) -> str:
-        return ", ".join(f"{status} {self.counts[status]}" for status in ("ok", "invalid", "refused", "failed")
+        return ", ".join(f"{status} {self.counts[status]}" for status in STATUSES
                          if self.counts[status])
 
     def close(self) -> None:

@@ -297,7 +297,7 @@ class _Engine:
                     accept, first, last = grant
                     mem_wait += accept - t
                     if self.record:
-                        self.transfers.append(Transfer(w.index, _client_name(w.client), accept, first, last, beats))
+                        self.transfers.append(Transfer(w.index, CLIENTS[w.client], accept, first, last, beats))
                     if slow:  # the client takes the beats slower than they come (buffered in its read FIFO)
                         last = max(first, taken + 1) + beats * p.wgt_beat_cycles - 1
                         taken = last
@@ -383,10 +383,6 @@ class _Engine:
                 waiting.append(f"{MODULES[m]} at instruction {w.index} waits on {names}")
         detail = "; ".join(waiting) if waiting else "FINISH never ran"
         raise SimFault(f"timing: deadlock: {detail}")
-
-
-def _client_name(client: int) -> str:
-    return ("fetch", "uop", "inp", "wgt", "acc")[client]
 
 
 def simulate(works: list[Work], profile: Profile, record: bool = True) -> Timeline:

@@ -15,18 +15,18 @@ from vtasm import isa
 from vtasm.config import VTAConfig
 from vtasm.encoding import Instruction
 
+from .names import CLIENTS
 from .profile import Profile
 
 LOAD, COMPUTE, STORE = 0, 1, 2
-MODULES = ("load", "compute", "store")
+MODULES = isa.STAGES  # in this order: LOAD, COMPUTE, STORE index it
 
-# Token queues, named by direction: producer to consumer.
-L2G, G2L, G2S, S2G = 0, 1, 2, 3
-QUEUES = ("l2g", "g2l", "g2s", "s2g")
+# Token queues, named by direction: producer to consumer (vtasm's table); a Work names them by index.
+QUEUES = isa.QUEUES
+_QUEUE_INDEX = {q: i for i, q in enumerate(QUEUES)}
 
-# Read clients of the memory engine, in the Chisel designs' fixed priority order.
-FETCH, UOP, INP, WGT, ACC = 0, 1, 2, 3, 4
-CLIENTS = ("fetch", "uop", "inp", "wgt", "acc")
+# Read clients of the memory engine (names.CLIENTS, whose order these indices follow).
+FETCH, UOP, INP, WGT, ACC = range(len(CLIENTS))
 
 _MEM_CLIENT = {isa.MEM_TYPES["uop"]: UOP, isa.MEM_TYPES["inp"]: INP, isa.MEM_TYPES["wgt"]: WGT,
                isa.MEM_TYPES["acc"]: ACC, isa.MEM_TYPES["acc8"]: ACC}
@@ -60,20 +60,11 @@ class Work:
 
 
 def _tokens(insn: Instruction, module: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    f = insn.fields
-    prev_q, next_q = {LOAD: (None, (G2L, L2G)), COMPUTE: ((L2G, G2L), (S2G, G2S)), STORE: ((G2S, S2G), None)}[
-        module]
-    pops, pushes = [], []
-    # Each side is (queue popped from that neighbour, queue pushed to it).
-    if f.get("pop_prev") and prev_q:
-        pops.append(prev_q[0])
-    if f.get("pop_next") and next_q:
-        pops.append(next_q[0])
-    if f.get("push_prev") and prev_q:
-        pushes.append(prev_q[1])
-    if f.get("push_next") and next_q:
-        pushes.append(next_q[1])
-    return tuple(pops), tuple(pushes)
+    """The queues (indices into QUEUES) an instruction pops and pushes, the previous stage's side first."""
+    f, table = insn.fields, isa.STAGE_QUEUES[MODULES[module]]
+    pops = tuple(_QUEUE_INDEX[table[k]] for k in ("pop_prev", "pop_next") if f.get(k) and table[k])
+    pushes = tuple(_QUEUE_INDEX[table[k]] for k in ("push_prev", "push_next") if f.get(k) and table[k])
+    return pops, pushes
 
 
 def _split(beats: int, profile: Profile, addr: int) -> list[int]:
@@ -106,8 +97,7 @@ def _read_work(w: Work, insn: Instruction, cfg: VTAConfig, profile: Profile) -> 
         return
     w.setup = {isa.MEM_TYPES["inp"]: profile.dma_inp_fixed, isa.MEM_TYPES["wgt"]: profile.dma_wgt_fixed}.get(
         mem, profile.dma_acc_fixed)
-    elem = {isa.MEM_TYPES["inp"]: cfg.inp_elem_bytes, isa.MEM_TYPES["wgt"]: cfg.wgt_elem_bytes}.get(
-        mem, cfg.acc_elem_bytes)
+    elem = isa.elem_bytes(cfg, mem) or cfg.acc_elem_bytes  # an ACC_8BIT element is BATCH x BLOCK_OUT bytes
     per = -(-elem // bus)  # beats per element
     x, y, stride = f["x_size"], f["y_size"], f["x_stride"]
     xp0, xp1, yp0, yp1 = f["x_pad_0"], f["x_pad_1"], f["y_pad_0"], f["y_pad_1"]
@@ -142,7 +132,7 @@ def _read_work(w: Work, insn: Instruction, cfg: VTAConfig, profile: Profile) -> 
 
 def _write_work(w: Work, insn: Instruction, cfg: VTAConfig, profile: Profile) -> None:
     f = insn.fields
-    elem = cfg.out_elem_bytes
+    elem = isa.elem_bytes(cfg, isa.MEM_TYPES["out"])
     per = -(-elem // profile.bus_bytes)
     x, y, stride = f["x_size"], f["y_size"], f["x_stride"]
     bursts, busy, commands = [], [], set()

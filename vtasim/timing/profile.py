@@ -17,7 +17,7 @@ from pathlib import Path
 
 from vtasm.errors import ConfigError
 
-from .names import BUILTIN, DEFAULT
+from .names import BUILTIN, CLIENTS, DEFAULT
 
 
 def _toml():
@@ -88,7 +88,6 @@ class Profile:
 # TOML section -> attribute prefix; keys of [memory] keep their own names.
 _SECTIONS = {"memory": "", "dma": "dma_", "fetch": "fetch_", "modules": "", "gemm": "gemm_", "alu": "alu_"}
 _TOP = ("name", "description", "clock_mhz")
-_CLIENTS = ("fetch", "uop", "inp", "wgt", "acc")  # the memory engine's read clients (timing.plan.CLIENTS)
 _SPECIAL = {"fetch_queue_depth": "queue_depth"}
 # Lower bounds of the numeric values (everything else must be >= 0).
 _AT_LEAST_ONE = {"bus_bytes", "burst_beats", "reads_in_flight", "client_reads_in_flight", "fetch_chunk",
@@ -153,8 +152,8 @@ def _check(values: dict, origin: str) -> Profile:
             if value < low:
                 raise ConfigError(f"{where} must be at least {low}, got {value}")
     order = values["read_priority"]
-    if not isinstance(order, (tuple, list)) or sorted(order) != sorted(_CLIENTS):
-        raise ConfigError(f"{origin}: memory.read_priority must list {', '.join(_CLIENTS)} once each, got {order!r}")
+    if not isinstance(order, (tuple, list)) or sorted(order) != sorted(CLIENTS):
+        raise ConfigError(f"{origin}: memory.read_priority must list {', '.join(CLIENTS)} once each, got {order!r}")
     values["read_priority"] = tuple(order)
     if values["dma_pad_by_element"] not in (0, 1):
         raise ConfigError(f"{origin}: dma.pad_by_element must be 0 or 1, got {values['dma_pad_by_element']}")

@@ -133,7 +133,6 @@ OPERANDS: dict[str, tuple[OperandSpec, ...]] = {
     "finish": (),
 }
 QUEUE_KEYS = ("pop", "push")
-FLAG_FIELDS = isa.FLAGS
 USE_IMM = "use_imm"
 
 #: Micro-op operands: short key -> field.

@@ -72,11 +72,6 @@ def get_str(value: object, where: str, allow_empty: bool = False) -> str:
     return value
 
 
-def get_optional_str(value: object, where: str) -> str | None:
-    """A string or null."""
-    return None if value is None else get_str(value, where)
-
-
 def _kind(value: object) -> str:
     if value is None:
         return "null"
