@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from streams import conv_stream, resnet_stream, tiled_gemm_stream  # noqa: E402
 
-from vtasim.machine import run_program  # noqa: E402
+from vtasim.core.machine import run_program  # noqa: E402
 from vtasm.formats.vbin import save_vbin  # noqa: E402
 
 

@@ -25,7 +25,7 @@ from tests.vtacc.resnet import RESNET, layer_source  # noqa: E402
 from vtacc.explain import traffic  # noqa: E402
 from vtacc.frontend.check import check_source  # noqa: E402
 from vtacc.program_builder import compile_file  # noqa: E402
-from vtasim.machine import Machine  # noqa: E402
+from vtasim.core.machine import Machine  # noqa: E402
 from vtasim.timing.profile import load_profile  # noqa: E402
 from vtasm.config import default_config, load_config  # noqa: E402
 

@@ -57,7 +57,7 @@ _PROBE = """
 import json, sys, time
 t0 = time.perf_counter()
 from vtasm.cli_support import open_program
-from vtasim.machine import Machine
+from vtasim.core.machine import Machine
 program = open_program(sys.argv[1], None, lazy_source_map=True)  # as `vtasim run` opens it
 machine = Machine(program)
 t1 = time.perf_counter()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from vtasim.lint import Linter
-from vtasim.machine import Machine
+from vtasim.checks.lint import Linter
+from vtasim.core.machine import Machine
 from vtasm import isa
 from vtasm.program import Program
 

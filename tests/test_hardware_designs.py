@@ -15,8 +15,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vtasim.lint import Linter
-from vtasim.machine import Machine
+from vtasim.checks.lint import Linter
+from vtasim.core.machine import Machine
 from vtasm.config import default_config
 
 from .hardware_designs import run_design

@@ -72,7 +72,7 @@ def compile_command(source: str, calibrate: str | None, calibration_method: str,
 
     refuse_overwriting(output, source)
     if output:  # before any work: a model can take seconds to import
-        from vtasim.io import check_writable
+        from vtasim.outputs.io import check_writable
 
         check_writable(Path(output), "the output")
     kind = Path(source).suffix.lower()

@@ -22,9 +22,9 @@ from vtacc.schedule.problem import problem_of
 from vtacc.schedule.scheduler import IDENTITY, NEG_IDENTITY, schedule_operator
 from vtacc.schedule.steps import Group
 from vtacc.schedule.tiling import Tiling, choose_tiling
-from vtasim.state import MAX_DRAM_BYTES
 from vtasim.timing.profile import Profile, load_profile
 from vtasim.timing.run import TimingResult, time_program
+from vtasm import isa
 from vtasm.config import VTAConfig
 from vtasm.errors import CompileError, FormatError
 
@@ -211,9 +211,9 @@ def _check_dram_need(decls: tuple[ck.TensorDecl, ...]) -> None:
     """Refuse tensors that together need more DRAM than a VTA program addresses, before any tiling work."""
     sizes = {d.name: (d, int(np.prod(d.shape, dtype=object)) * np.dtype(d.dtype).itemsize) for d in decls}
     total = sum(n for _, n in sizes.values())
-    if total > MAX_DRAM_BYTES:
+    if total > isa.MAX_DRAM_BYTES:
         decl, n = max(sizes.values(), key=lambda dn: dn[1])
-        raise CompileError(f"the tensors need {total:,} bytes of DRAM, more than the {MAX_DRAM_BYTES:,} (4 GiB) a "
+        raise CompileError(f"the tensors need {total:,} bytes of DRAM, more than the {isa.MAX_DRAM_BYTES:,} (4 GiB) a "
                            f"VTA program addresses; the largest is {decl.name} {decl.dtype}{list(decl.shape)} "
                            f"({n:,} bytes)", decl.span)
 

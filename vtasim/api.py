@@ -17,11 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
+from vtasim.core.pipeline import DEFAULT_MAX_OPS
+from vtasim.network_cli import check_host_steps, int8_inputs, run_batches, stacked, timing_text
+from vtasim.timing.names import DEFAULT
 from vtasm.formats.network import NetworkFile, load_network
-
-from .network_cli import check_host_steps, int8_inputs, run_batches, stacked, timing_text
-from .pipeline import DEFAULT_MAX_OPS
-from .timing.names import DEFAULT
 
 
 def load(path: str | Path) -> NetworkFile:
@@ -46,7 +45,7 @@ def run(net: NetworkFile | str | Path, inputs: dict[str, np.ndarray] | np.ndarra
 
 def timing(net: NetworkFile | str | Path, profile: str = DEFAULT) -> str:
     """The timing model's cycles for each VTA launch (host steps are timed by running: see `vtasim run`)."""
-    from .timing.profile import resolve_profile
+    from vtasim.timing.profile import resolve_profile
 
     if not isinstance(net, NetworkFile):
         net = load(net)

@@ -9,17 +9,16 @@ from pathlib import Path
 
 import click
 
+from vtasim.core.faults import located
+from vtasim.core.memory import check_dma
+from vtasim.core.pipeline import DEFAULT_MAX_OPS
+from vtasim.outputs.io import check_writable, default_out_dir, parse_assignment, parse_dram_range
+from vtasim.runs.runner import RunOptions, simulate
+from vtasim.timing_cli import run_timing, timing_options, timing_request
 from vtasm.cli_support import FILE, config_option, open_program, reports_errors, traceback_option
 from vtasm.errors import FormatError, SimFault, UsageError
 from vtasm.fileio import same_file
 from vtasm.formats.network import network_file
-
-from .faults import located
-from .io import check_writable, default_out_dir, parse_assignment, parse_dram_range
-from .memory import check_dma
-from .pipeline import DEFAULT_MAX_OPS
-from .runner import RunOptions, simulate
-from .timing_cli import run_timing, timing_options, timing_request
 
 EXIT_RACES = 4
 
@@ -80,7 +79,7 @@ def run(program: str | None, config_path: str | None, inputs: tuple[str, ...], z
         raise UsageError("missing argument PROGRAM (a .vbin file or a raw directory)")
     request = timing_request(timing, timing_only, mem_latency, timing_sets, timeline)
     if network_file(program):
-        from .network_cli import NetworkOptions
+        from vtasim.network_cli import NetworkOptions
 
         _refuse_for_network(dram_dumps, out_dir, trace_format, trace_source, timeline)
         _check_names(inputs, outputs, (), program)
@@ -166,9 +165,8 @@ def _refuse_for_network(dram_dumps, out_dir, trace_format, trace_source, timelin
 
 def _run_network(path: str, request, profile: bool, opts, trace_file: str | None) -> None:
     """`vtasim run` of a network file: every launch and host step, the timing table, the outputs."""
+    from vtasim.network_cli import check_host_steps, run_network_file, timing_text
     from vtasm.formats.network import load_network
-
-    from .network_cli import check_host_steps, run_network_file, timing_text
 
     net = load_network(path)
     check_host_steps(net, path)
@@ -192,8 +190,8 @@ def _run_network(path: str, request, profile: bool, opts, trace_file: str | None
     if request.profile is not None:
         click.echo(timing_text(net, request.profile, report.runs), nl=False)
     if request.timeline is not None:
-        from .network_cli import step_times
-        from .timing.steps_chart import draw_steps
+        from vtasim.network_cli import step_times
+        from vtasim.timing.steps_chart import draw_steps
 
         draw_steps(step_times(net, request.profile, report.runs), request.timeline,
                    f"{Path(path).name} on {request.profile.name}")

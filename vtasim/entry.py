@@ -23,7 +23,7 @@ def main() -> None:
     """Run the CLI, then end the process at once with its exit code."""
     gc.disable()
     try:
-        from .cli import main as cli
+        from vtasim.cli import main as cli
     finally:
         gc.enable()
     try:

@@ -18,16 +18,15 @@ from typing import TextIO
 
 import numpy as np
 
+from vtasim.core.faults import located
+from vtasim.core.pipeline import DEFAULT_MAX_OPS
+from vtasim.host.quant import dequantise, quantise
+from vtasim.host.step import unknown_ops
+from vtasim.outputs.io import PendingFile, check_writable, write_files
+from vtasim.runs.launches import NetworkRun, run_network
 from vtasm.errors import FormatError, SimFault, UsageError
 from vtasm.fileio import npy_bytes, read_npy
 from vtasm.formats.network import HostStep, NetworkFile, VtaStep, kernel_identifier
-
-from .faults import located
-from .host.quant import dequantise, quantise
-from .host.step import unknown_ops
-from .io import PendingFile, check_writable, write_files
-from .launches import NetworkRun, run_network
-from .pipeline import DEFAULT_MAX_OPS
 
 
 @dataclass
@@ -191,7 +190,7 @@ class _Observers:
                 self.out.write(f"== step {k + 1}: host step '{step.name}': "
                                f"{', '.join(f'{n.op} {n.name!r}' for n in step.nodes)} ==\n")
                 return
-            from .trace import text_tracer, trace_header
+            from vtasim.outputs.trace import text_tracer, trace_header
 
             self.out.write(f"== step {k + 1}: VTA launch '{step.name}' ==\n")
             self.out.write(trace_header(step.program))
@@ -199,18 +198,18 @@ class _Observers:
         if machine is None:
             return
         if self.opts.lint and len(self.linters) < len(self.net.programs):
-            from .lint import Linter
+            from vtasim.checks.lint import Linter
 
             self.linters.append((step, Linter(machine)))
         if self.opts.check_races and len(self.checkers) < len(self.net.programs):
-            from .races import RaceChecker
+            from vtasim.checks.races import RaceChecker
 
             self.checkers.append((step, RaceChecker(machine)))
 
     def lint_report(self) -> tuple[list[str], str]:
         if not self.opts.lint:
             return [], ""
-        from .lint import summary
+        from vtasim.checks.lint import summary
 
         found, lines = [], []
         for step, linter in self.linters:
@@ -226,8 +225,8 @@ class _Observers:
 
 def step_times(net: NetworkFile, profile, runs: list[NetworkRun] | None) -> list:
     """Each step's seconds: VTA launches from the timing model, host steps as measured (median over runs)."""
-    from .timing.run import time_program
-    from .timing.steps_chart import StepTime
+    from vtasim.timing.run import time_program
+    from vtasim.timing.steps_chart import StepTime
 
     times = []
     for k, step in enumerate(net.steps):

@@ -9,15 +9,14 @@ from typing import TYPE_CHECKING
 
 import click
 
+from vtasim.timing.names import BUILTIN, DEFAULT
 from vtasm.cli_support import FILE
 from vtasm.errors import UsageError
 from vtasm.program import Program
 
-from .timing.names import BUILTIN, DEFAULT
-
 if TYPE_CHECKING:
-    from .timing.profile import Profile
-    from .timing.run import TimingResult
+    from vtasim.timing.profile import Profile
+    from vtasim.timing.run import TimingResult
 
 TIMELINE_SUFFIXES = (".json", ".png")
 
@@ -57,7 +56,7 @@ def timing_request(timing: str | None, timing_only: bool, mem_latency: int | Non
     wants = timing is not None or timing_only or mem_latency is not None or timing_sets or timeline
     if not wants:
         return TimingRequest(None, False, None)
-    from .timing.profile import resolve_profile  # loaded only when timing is asked for
+    from vtasim.timing.profile import resolve_profile  # loaded only when timing is asked for
 
     profile = resolve_profile(timing, mem_latency, timing_sets)
     path = Path(timeline) if timeline else None
@@ -68,17 +67,17 @@ def timing_request(timing: str | None, timing_only: bool, mem_latency: int | Non
 
 def run_timing(program: Program, request: TimingRequest) -> TimingResult:
     """Time the program and write the timeline file if one was asked for."""
-    from .timing.run import time_program  # the timing model loads only when asked for
+    from vtasim.timing.run import time_program  # the timing model loads only when asked for
 
     assert request.profile is not None
     result = time_program(program, request.profile, record=request.timeline is not None)
     if request.timeline is not None:
         if request.timeline.suffix.lower() == ".png":
-            from .timing.gantt import draw_gantt
+            from vtasim.timing.gantt import draw_gantt
 
             draw_gantt(result, program, request.timeline)
         else:
-            from .timing.chrome_trace import write_chrome_trace
+            from vtasim.timing.chrome_trace import write_chrome_trace
 
             write_chrome_trace(result, program, request.timeline)
     return result

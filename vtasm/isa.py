@@ -277,6 +277,9 @@ QUEUE_ENDS: dict[str, tuple[str, str, str, str]] = {
     for queue in QUEUES
 }
 
+# DRAM a program addresses: 32-bit byte addresses (the simulator models that much; the compiler refuses more).
+MAX_DRAM_BYTES = 1 << 32
+
 LOAD_STAGE_MEM_TYPES = frozenset({MEM_TYPES["inp"], MEM_TYPES["wgt"]})
 # The on-chip buffer a LOAD of each memory type writes (ACC_8BIT: the accumulator).
 LOAD_BUFFER = {MEM_TYPES[t]: b for t, b in (("uop", "uop"), ("wgt", "wgt"), ("inp", "inp"), ("acc", "acc"),

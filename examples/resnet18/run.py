@@ -23,7 +23,7 @@ import numpy as np
 
 from vtacc.frontend.onnx.reference import run_int8
 from vtacc.model import CompiledModel, compile_model
-from vtasim.session import run_arrays
+from vtasim.runs.session import run_arrays
 from vtasim.timing.profile import load_profile
 from vtasm.config import default_config
 

@@ -125,7 +125,7 @@ def test_a_dynamic_batch_export_compiles_and_runs_bit_exact(tmp_path):
 
     from vtacc.frontend.onnx.reference import run_int8
     from vtacc.model import compile_model
-    from vtasim.session import run_arrays
+    from vtasim.runs.session import run_arrays
     from vtasm.config import default_config
 
     from ..portable import lint_run

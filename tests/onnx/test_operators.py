@@ -14,7 +14,7 @@ from onnx import TensorProto, helper
 
 from vtacc.frontend.onnx.reference import run_int8
 from vtacc.model import compile_model
-from vtasim.session import run_arrays
+from vtasim.runs.session import run_arrays
 from vtasm.config import default_config
 
 from .models import save_model, tensor

@@ -10,7 +10,7 @@ import onnx
 
 from vtacc.frontend.onnx.reference import run_int8
 from vtacc.model import compile_model
-from vtasim.session import run_arrays
+from vtasim.runs.session import run_arrays
 from vtasm.config import default_config
 
 from ..portable import lint_run

@@ -9,9 +9,9 @@ import numpy as np
 from vtacc.compiler import Compiled
 from vtacc.frontend.check import check_source
 from vtacc.program_builder import compile_file
-from vtasim.lint import Linter
-from vtasim.machine import Machine
-from vtasim.races import RaceChecker
+from vtasim.checks.lint import Linter
+from vtasim.checks.races import RaceChecker
+from vtasim.core.machine import Machine
 from vtasm.config import VTAConfig, default_config, load_config
 
 from ..portable import portability_warnings

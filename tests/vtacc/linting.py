@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from vtasim.lint import Linter
-from vtasim.machine import Machine
-from vtasim.races import RaceChecker
+from vtasim.checks.lint import Linter
+from vtasim.checks.races import RaceChecker
+from vtasim.core.machine import Machine
 from vtasm.config import VTAConfig, default_config
 
 from ..portable import portability_warnings

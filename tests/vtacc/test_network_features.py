@@ -8,7 +8,7 @@ import pytest
 from vtacc.explain import explain
 from vtacc.frontend.check import check_source
 from vtacc.program_builder import compile_file
-from vtasim.session import run_arrays
+from vtasim.runs.session import run_arrays
 from vtasm.config import DEFAULT_CONFIG, config_from_dict, default_config
 
 SOURCE = """

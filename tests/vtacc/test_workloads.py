@@ -127,8 +127,8 @@ def test_int8_cast_and_big_constants(rng):
 
 
 def test_programs_end_with_finish_and_are_lint_clean(rng):
-    from vtasim.lint import Linter
-    from vtasim.machine import Machine
+    from vtasim.checks.lint import Linter
+    from vtasim.core.machine import Machine
 
     from .harness import compile_source
 

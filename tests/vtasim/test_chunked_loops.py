@@ -12,9 +12,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vtasim import loops
-from vtasim.machine import Machine, run_program
-from vtasim.races import RaceChecker
+from vtasim.checks.races import RaceChecker
+from vtasim.core import loops
+from vtasim.core.machine import Machine, run_program
 from vtasm.errors import SimFault
 
 from . import randprog
@@ -82,7 +82,7 @@ CHILD = """
 import json, resource, sys
 import numpy as np
 from tests.vtasim.test_chunked_loops import large_program
-from vtasim.machine import run_program
+from vtasim.core.machine import run_program
 result = run_program(large_program())
 np.save(sys.argv[1], result.state.acc.reshape(2048, 16))
 # this process's own high-water mark (ru_maxrss would keep the parent's peak across fork and exec on Linux)

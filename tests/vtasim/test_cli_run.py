@@ -13,9 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 from vtasim.cli import main
-from vtasim.trace import Locator
 from vtasm.formats.raw import export_raw
 from vtasm.formats.vbin import save_vbin
+from vtasm.locate import Locator
 from vtasm.program import SourceLoc
 
 from .builders import MATMUL_SHIFT, REPO, matmul_program

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from vtasim.machine import Machine
-from vtasim.races import RaceChecker
+from vtasim.checks.races import RaceChecker
+from vtasim.core.machine import Machine
 from vtasm.formats.raw import load_program
 
 from .builders import CONFORMANCE

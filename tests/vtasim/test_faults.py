@@ -6,7 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 from vtasim.cli import main
-from vtasim.machine import run_program
+from vtasim.core.machine import run_program
 from vtasm.encoding import Instruction
 from vtasm.errors import SimFault
 from vtasm.formats.vbin import save_vbin

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from vtasim.machine import Machine
-from vtasim.schedule import in_order
+from vtasim.core.machine import Machine
+from vtasim.core.order import in_order
 from vtasm.columns import stream_columns
 from vtasm.encoding import Instruction
 

@@ -21,9 +21,9 @@ import random
 import numpy as np
 import pytest
 
-from vtasim.machine import Machine
-from vtasim.pipeline import DEFAULT_MAX_OPS
-from vtasim.schedule import in_order
+from vtasim.core.machine import Machine
+from vtasim.core.order import in_order
+from vtasim.core.pipeline import DEFAULT_MAX_OPS
 from vtasm.columns import decode_stream, stream_bytes, stream_columns
 from vtasm.encoding import Instruction
 from vtasm.errors import SimFault
@@ -168,7 +168,7 @@ def test_negative_micro_op_ranges_count_like_the_pipeline(kind):
 
     The pipeline adds wrap_int32(iter_out * iter_in * (uop_end - uop_bgn)) modulo 2^64, as the reference's
     uint64 counters do. The in-order run first summed schedule.executions(), which clamps at 0, and reported 0
-    here (found by this review; an xfail(strict=True) until vtasim/inorder.py counted as the units do).
+    here (found by this review; an xfail(strict=True) until vtasim/core/inorder.py counted as the units do).
     """
     cfg = config("default")
     img = _image(cfg)

@@ -16,12 +16,12 @@ import random
 import numpy as np
 import pytest
 
-from vtasim.alu import _reduce, _strategy, _waves, carry_facts
-from vtasim.gemm import _gemm_layout, carry_layout
-from vtasim.inorder import InOrderRun
-from vtasim.loops import PlanCache, moved
-from vtasim.machine import Machine
-from vtasim.state import new_state
+from vtasim.core.alu import _reduce, _strategy, _waves, carry_facts
+from vtasim.core.gemm import _gemm_layout, carry_layout
+from vtasim.core.inorder import InOrderRun
+from vtasim.core.loops import PlanCache, moved
+from vtasim.core.machine import Machine
+from vtasim.core.state import new_state
 from vtasm import isa
 
 from .builders import ADD, CONFIGS, MAX, MIN, MUL, OUT, SHR, UOP, alu, chain, config, gemm, load, store, uops
@@ -202,7 +202,7 @@ def _same(a, b) -> bool:
 def test_kernels_stay_exact_when_the_budgets_let_prepared_kernels_and_templates_go(monkeypatch, moves):
     """Budgets so small that nearly every kept kernel lets the others go (prepared ones and templates
     on their own budgets): every run still matches the pipeline."""
-    import vtasim.inorder as inorder
+    import vtasim.core.inorder as inorder
 
     monkeypatch.setattr(inorder, "CACHE_LANES", 96)
     monkeypatch.setattr(inorder, "TEMPLATE_LANES", 48)
@@ -216,7 +216,7 @@ def test_moved_kernels_count_their_indices_so_the_cache_stays_within_its_budget(
     """Kernels of one shape with new micro-op words each time (an immediate ALU never reads src or wgt) are
     moved, not planned, and run on the generic path, which makes their indices: counted from the start,
     they keep the prepared kernels within the budget (uncounted, 16,000 of them held 390 MiB)."""
-    import vtasim.inorder as inorder
+    import vtasim.core.inorder as inorder
 
     monkeypatch.setattr(inorder, "CACHE_LANES", 40_000)
     monkeypatch.setattr(inorder, "TEMPLATE_LANES", 20_000)

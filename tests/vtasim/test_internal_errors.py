@@ -6,8 +6,8 @@ import click
 import pytest
 from click.testing import CliRunner
 
-import vtasim.inorder
-import vtasim.machine
+import vtasim.core.inorder
+import vtasim.core.machine
 from vtasim.cli import main
 from vtasm.cli_support import EXIT_BAD_INPUT, EXIT_INTERNAL, reports_errors, traceback_option
 from vtasm.formats.vbin import save_vbin
@@ -57,8 +57,8 @@ def test_vtasim_running_out_of_memory_exits_with_the_internal_code(tmp_path, mon
     def out_of_memory(*args, **kwargs):
         raise MemoryError(NUMPY_OOM)
 
-    monkeypatch.setattr(vtasim.machine, "run_gemm", out_of_memory)  # the pipeline's unit
-    monkeypatch.setattr(vtasim.inorder, "run_gemm", out_of_memory)  # the in-order run's
+    monkeypatch.setattr(vtasim.core.machine, "run_gemm", out_of_memory)  # the pipeline's unit
+    monkeypatch.setattr(vtasim.core.inorder, "run_gemm", out_of_memory)  # the in-order run's
     result = CliRunner().invoke(main, ["run", str(tmp_path / "big.vbin"), "--out-dir", str(tmp_path / "out")])
     assert result.exit_code == EXIT_INTERNAL
     assert result.stderr.startswith("internal error: out of memory (Unable to allocate")

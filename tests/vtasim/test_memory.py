@@ -53,7 +53,7 @@ def test_peak_memory_is_dram_plus_a_fixed_budget(tmp_path):
 def test_zero_segments_leave_dram_zero_and_a_later_zero_segment_still_covers_an_earlier_one():
     """DRAM starts zeroed, so new_state skips zero pieces, but only when no segment lies over another:
     when two overlap, the later one's bytes win, zeros included (as the reference copies them in order)."""
-    from vtasim.state import new_state
+    from vtasim.core.state import new_state
 
     cfg = default_config()
     ones, zeros = bytes([7]) * 8192, bytes(8192)

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from vtasim.lint import Linter
-from vtasim.machine import Machine
-from vtasim.races import RaceChecker
+from vtasim.checks.lint import Linter
+from vtasim.checks.races import RaceChecker
+from vtasim.core.machine import Machine
 
 from . import randprog
 from .builders import (

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from vtasim.machine import run_program
+from vtasim.core.machine import run_program
 
 from . import randprog
 from .builders import (

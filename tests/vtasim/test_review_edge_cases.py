@@ -15,8 +15,8 @@ import random
 import numpy as np
 import pytest
 
-from vtasim.gemm import MAX_IM2COL_CLASSES
-from vtasim.machine import run_program
+from vtasim.core.gemm import MAX_IM2COL_CLASSES
+from vtasim.core.machine import run_program
 
 from .builders import (
     ACC,

@@ -3,7 +3,7 @@ and the distinct rows found with them (the in-order run's kernel numbering, im2c
 
 from __future__ import annotations
 
-from vtasim.gemm import ROW_HASH_TAPS, _row_hash
+from vtasim.core.gemm import ROW_HASH_TAPS, _row_hash
 
 MASK = (1 << 64) - 1
 
@@ -37,7 +37,7 @@ def _distinct_by_tuples(values):
 def test_distinct_kernel_rows_numbered_like_sorting_them(monkeypatch):
     import numpy as np
 
-    import vtasim.gemm as gemm
+    import vtasim.core.gemm as gemm
 
     rng = np.random.default_rng(4)
     for trial in range(40):

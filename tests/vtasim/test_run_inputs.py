@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from vtasim.cli import main
-from vtasim.inputs import missing_inputs, read_tensors
-from vtasim.io import PendingFile, write_files
+from vtasim.outputs.inputs import missing_inputs, read_tensors
+from vtasim.outputs.io import PendingFile, write_files
 from vtasm import isa
 from vtasm.asm.assembler import assemble_file
 from vtasm.errors import FormatError

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from vtasim.runner import RunOptions, RunReport, simulate
+from vtasim.runs.runner import RunOptions, RunReport, simulate
 from vtasm.asm.assembler import assemble, assemble_file
 from vtasm.config import VTAConfig
 from vtasm.program import Program
@@ -176,7 +176,7 @@ def save_inputs(tmp_path: Path, inputs: dict[str, np.ndarray]) -> list[tuple[str
 
 def run_api(program: Program, tmp_path: Path, inputs: dict[str, np.ndarray],
             output: str) -> tuple[np.ndarray, RunReport]:
-    """Run through vtasim.runner.simulate with races and lint checked, as `vtasim run` does."""
+    """Run through vtasim.runs.runner.simulate with races and lint checked, as `vtasim run` does."""
     out = tmp_path / f"{output}.out.npy"
     opts = RunOptions(inputs=save_inputs(tmp_path, inputs), outputs=[(output, str(out))], check_races=True, lint=True)
     report = simulate(program, opts)

@@ -17,11 +17,9 @@ from pathlib import Path
 
 from vtasm.fileio import write_atomic
 from vtasm.formats.dump import format_header
+from vtasm.locate import Locator, dram_rows, executable
 from vtasm.program import Program
 
-from ..executable import executable
-from ..inputs import dram_rows
-from ..trace import Locator
 from .engine import InsnTime
 from .plan import CLIENTS, EXEC, FINISH, MODULES, QUEUES, READ, SYNC, WRITE, Work
 from .run import TimingResult

@@ -23,11 +23,9 @@ import numpy as np
 
 from vtasm.errors import UsageError
 from vtasm.fileio import write_atomic
+from vtasm.locate import Locator, dram_rows, executable
 from vtasm.program import Program
 
-from ..executable import executable
-from ..inputs import dram_rows
-from ..trace import Locator
 from .chrome_trace import category, insn_name
 from .plan import MODULES
 from .run import TimingResult

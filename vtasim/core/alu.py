@@ -29,13 +29,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from vtasim.core.bounds import check_uop_range, checked_plans
+from vtasim.core.faults import fault
+from vtasim.core.loops import LoopPlan, PlanCache
+from vtasim.core.state import MachineState
 from vtasm import isa
 from vtasm.encoding import Instruction
-
-from .bounds import check_uop_range, checked_plans
-from .faults import fault
-from .loops import LoopPlan, PlanCache
-from .state import MachineState
 
 MIN, MAX, ADD, SHR, MUL = (isa.ALU_OPS[n] for n in ("min", "max", "add", "shr", "mul"))
 

@@ -14,12 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from vtasim.checks.access import accesses
+from vtasim.core.faults import insn_title, source_of
+from vtasim.core.machine import Machine
+from vtasim.core.pipeline import StepEvent
 from vtasm import isa
-
-from .access import accesses
-from .faults import insn_title, source_of
-from .machine import Machine
-from .pipeline import StepEvent
 
 STAGE_ID = {s: n for n, s in enumerate(isa.STAGES)}
 

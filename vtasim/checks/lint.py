@@ -14,14 +14,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from vtasim.core.faults import insn_title, source_of
+from vtasim.core.machine import Machine
+from vtasim.core.memory import loaded_elements
+from vtasim.core.pipeline import StepEvent
 from vtasm import isa
 from vtasm import portability as port
 from vtasm.encoding import Instruction
-
-from .faults import insn_title, source_of
-from .machine import Machine
-from .memory import loaded_elements
-from .pipeline import StepEvent
 
 MUL, SHR = isa.ALU_OPS["mul"], isa.ALU_OPS["shr"]
 ZERO_EXTENDED = frozenset(isa.ALU_OPS[name] for name in port.IMM_ZERO_EXTENDED)

@@ -15,13 +15,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from vtasim.core.machine import Machine, RunResult
+from vtasim.core.pipeline import DEFAULT_MAX_OPS
+from vtasim.host.step import run_host_step
+from vtasim.runs.session import run_arrays
 from vtasm.errors import FormatError
 from vtasm.formats.network import HostStep, NetworkFile, Step
-
-from .host.step import run_host_step
-from .machine import Machine, RunResult
-from .pipeline import DEFAULT_MAX_OPS
-from .session import run_arrays
 
 # called before each step with its index, the step, and a VTA launch's machine (None for a host step): traces,
 # lint and race checks attach here

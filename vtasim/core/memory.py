@@ -12,11 +12,10 @@ from __future__ import annotations
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
+from vtasim.core.faults import fault
+from vtasim.core.state import MachineState, check_dram, int_dtype
 from vtasm import isa
 from vtasm.encoding import Instruction
-
-from .faults import fault
-from .state import MachineState, check_dram, int_dtype
 
 UOP, WGT, INP, ACC, OUT, ACC8 = (isa.MEM_TYPES[n] for n in ("uop", "wgt", "inp", "acc", "out", "acc8"))
 

@@ -19,12 +19,11 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from vtasim.core.faults import fault, insn_title
 from vtasm import isa
 from vtasm.encoding import Instruction
 from vtasm.errors import SimFault
 from vtasm.program import Program
-
-from .faults import fault, insn_title
 
 DEFAULT_MAX_OPS = 2_000_000_000
 

@@ -83,9 +83,6 @@ class MachineState:
         self.uop_generation += 1
 
 
-MAX_DRAM_BYTES = 1 << 32  # the simulator models at most 4 GiB of DRAM
-
-
 def check_dram(program: Program) -> int:
     """The DRAM size, after checking that everything the program places fits in it."""
     size = program.dram_size()
@@ -96,9 +93,9 @@ def check_dram(program: Program) -> int:
         if end > start and end > size:
             raise FormatError(f"{what} (bytes 0x{start:x}..0x{end - 1:x}) does not fit the program's DRAM "
                               f"of {size:#x} bytes")
-    if size > MAX_DRAM_BYTES:
+    if size > isa.MAX_DRAM_BYTES:
         raise FormatError(f"the program needs {size:#x} bytes of DRAM; the simulator models at most "
-                          f"{MAX_DRAM_BYTES:#x} (4 GiB)")
+                          f"{isa.MAX_DRAM_BYTES:#x} (4 GiB)")
     return size
 
 

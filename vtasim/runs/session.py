@@ -6,10 +6,9 @@ from collections.abc import Callable
 
 import numpy as np
 
+from vtasim.core.machine import Machine, RunResult
+from vtasim.core.pipeline import DEFAULT_MAX_OPS
 from vtasm.program import Program
-
-from .machine import Machine, RunResult
-from .pipeline import DEFAULT_MAX_OPS
 
 
 def run_arrays(program: Program, inputs: dict[str, np.ndarray], outputs: list[str],

@@ -13,12 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
-from vtasm.errors import FormatError, SimFault
-from vtasm.program import Program
-
-from .faults import located
-from .inputs import missing_inputs
-from .io import (
+from vtasim.core.faults import located
+from vtasim.core.machine import Machine, RunResult
+from vtasim.core.pipeline import DEFAULT_MAX_OPS
+from vtasim.outputs.inputs import missing_inputs
+from vtasim.outputs.io import (
     PendingFile,
     apply_inputs,
     check_out_dir,
@@ -28,8 +27,8 @@ from .io import (
     dram_slice,
     write_files,
 )
-from .machine import Machine, RunResult
-from .pipeline import DEFAULT_MAX_OPS
+from vtasm.errors import FormatError, SimFault
+from vtasm.program import Program
 
 
 @dataclass
@@ -70,10 +69,10 @@ def simulate(program: Program, opts: RunOptions, trace_out: TextIO | None = None
     _check_outputs(program, opts, machine.state.dram)
     out = trace_out
     if opts.trace or opts.check_races or opts.lint:  # loaded only when asked for: start-up stays short
-        from .lint import Linter
-        from .lint import summary as lint_summary
-        from .races import RaceChecker
-        from .trace import Locator, TraceStream, jsonl_tracer, text_tracer, trace_header
+        from vtasim.checks.lint import Linter
+        from vtasim.checks.lint import summary as lint_summary
+        from vtasim.checks.races import RaceChecker
+        from vtasim.outputs.trace import Locator, TraceStream, jsonl_tracer, text_tracer, trace_header
 
         out = out or TraceStream(sys.stdout)  # a reader that goes away stops the trace, not the run
     if opts.trace == "text":

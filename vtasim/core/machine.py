@@ -6,21 +6,20 @@ import dataclasses
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from vtasim.core.alu import run_alu
+from vtasim.core.faults import fault
+from vtasim.core.gemm import run_gemm
+from vtasim.core.inorder import InOrderRun, counters
+from vtasim.core.loops import PlanCache
+from vtasim.core.memory import run_load, run_store
+from vtasim.core.order import in_order
+from vtasim.core.pipeline import DEFAULT_MAX_OPS, Observer, Pipeline
+from vtasim.core.state import MachineState, new_state
 from vtasm import isa
 from vtasm.columns import stream_columns
 from vtasm.encoding import Instruction
+from vtasm.locate import executable
 from vtasm.program import Program
-
-from .alu import run_alu
-from .executable import executable
-from .faults import fault
-from .gemm import run_gemm
-from .inorder import InOrderRun, counters
-from .loops import PlanCache
-from .memory import run_load, run_store
-from .pipeline import DEFAULT_MAX_OPS, Observer, Pipeline
-from .schedule import in_order
-from .state import MachineState, new_state
 
 COUNTERS = (
     "inp_load_nbytes",

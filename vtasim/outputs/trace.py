@@ -9,18 +9,16 @@ byte for byte the runtime's.
 
 from __future__ import annotations
 
-import bisect
 import json
 import os
 from collections.abc import Callable
 from typing import TextIO
 
+from vtasim.core.pipeline import StepEvent
+from vtasim.core.state import MachineState
 from vtasm.formats.dump import format_header, format_instruction
+from vtasm.locate import Locator
 from vtasm.program import Program
-
-from .inputs import dram_rows
-from .pipeline import StepEvent
-from .state import MachineState
 
 UOP_LINE = "[{slot:04d}]\t acc={dst}, inp={src}, wgt={wgt}\n"
 
@@ -44,37 +42,6 @@ class TraceStream:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, self.stream.fileno())  # what is still buffered, or printed later, goes nowhere
             os.close(devnull)
-
-
-class Locator:
-    """Source lines of instructions and names of DRAM addresses, for one program."""
-
-    def __init__(self, program: Program):
-        self.program = program
-        self.regions = sorted([(s.addr, s.end, s.name) for s in program.segments if s.data]
-                              + [(program.uop_addr, program.uop_end, "uops")]
-                              + [(program.insn_addr, program.insn_end, "insns")])
-        self.starts = [r[0] for r in self.regions]
-
-    def source(self, index: int) -> str | None:
-        """'file:line' of instruction ``index``, or None when the program has no location for it."""
-        loc = (self.program.source_map or {}).get(index)
-        return f"{loc.file}:{loc.line}" if loc is not None else None
-
-    def address(self, byte: int) -> str:
-        """'name+0xOFFSET' for a byte inside a segment (or 'uops', 'insns'), else '0xADDRESS'."""
-        i = bisect.bisect_right(self.starts, byte) - 1
-        while i >= 0:
-            start, end, name = self.regions[i]
-            if byte < end:
-                return f"{name}+0x{byte - start:x}"
-            i -= 1
-        return f"0x{byte:x}"
-
-    def dram(self, event: StepEvent) -> str | None:
-        """Where a LOAD or STORE's first DRAM byte lies, or None for other instructions."""
-        rows = dram_rows(self.program, event.insn)
-        return None if rows is None else self.address(rows[0])
 
 
 def _uop_rows(state: MachineState, event: StepEvent) -> list[tuple[int, int, int, int]]:
@@ -108,7 +75,7 @@ def text_tracer(out: TextIO, state: MachineState, with_uops: bool = False,
     def on_step(event: StepEvent) -> None:
         block = format_instruction(event.index, event.insn, event.queues)
         if locator is not None:
-            block = _with_locations(block, locator.source(event.index), locator.dram(event))
+            block = _with_locations(block, locator.source(event.index), locator.dram(event.insn))
         out.write(block)
         if with_uops:
             rows = _uop_rows(state, event)
@@ -131,7 +98,7 @@ def jsonl_tracer(out: TextIO, state: MachineState, with_uops: bool = False,
             "kind": event.insn.kind,
             "name": format_header(event.insn).rstrip(":"),
             "source": locator.source(event.index) if locator else None,
-            "dram": locator.dram(event) if locator else None,
+            "dram": locator.dram(event.insn) if locator else None,
             "fields": event.insn.fields,
             "queues": event.queues,
             "popped": [{"queue": q, "from": i} for q, i in event.popped],

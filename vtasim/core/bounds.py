@@ -12,11 +12,10 @@ from collections.abc import Iterable
 
 import numpy as np
 
+from vtasim.core.faults import fault
+from vtasim.core.loops import LoopPlan, PlanCache, highest
+from vtasim.core.state import MachineState
 from vtasm.encoding import Instruction
-
-from .faults import fault
-from .loops import LoopPlan, PlanCache, highest
-from .state import MachineState
 
 
 def check_uop_range(state: MachineState, index: int, insn: Instruction) -> None:

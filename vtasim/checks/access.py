@@ -10,12 +10,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from vtasim.core.loops import PlanCache
+from vtasim.core.memory import loaded_elements
+from vtasim.core.state import MachineState
 from vtasm import isa
 from vtasm.encoding import Instruction
-
-from .loops import PlanCache
-from .memory import loaded_elements
-from .state import MachineState
 
 
 @dataclass

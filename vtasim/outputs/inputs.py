@@ -13,25 +13,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from vtasim.core.views import rows
 from vtasm import isa
 from vtasm.columns import stream_columns
-from vtasm.encoding import Instruction
 from vtasm.fileio import pieces
 from vtasm.program import Program
 
-from .views import rows
-
 _OUT = isa.MEM_TYPES["out"]
-
-
-def dram_rows(program: Program, insn: Instruction) -> tuple[int, int, int, int] | None:
-    """(first byte, rows, bytes per row, stride in bytes) a LOAD or STORE touches in DRAM, or None."""
-    if insn.kind not in ("load", "store") or not insn["x_size"] or not insn["y_size"]:
-        return None
-    eb = isa.elem_bytes(program.config, _OUT if insn.kind == "store" else insn["memory_type"])
-    if eb is None:
-        return None
-    return insn["dram_base"] * eb, insn["y_size"], insn["x_size"] * eb, insn["x_stride"] * eb
 
 
 def read_tensors(program: Program) -> list[str]:

@@ -23,16 +23,15 @@ from collections.abc import Callable
 
 import numpy as np
 
+from vtasim.core.alu import ADD, MAX, MIN, MUL, SHR, _run, _strategy, carry_facts, run_alu
+from vtasim.core.gemm import _accumulate, _exact_float, _product_bound, carry_layout, distinct_rows, run_gemm
+from vtasim.core.loops import CACHE_LANES, LoopPlan, moved
+from vtasim.core.memory import run_load, run_store
+from vtasim.core.state import int_dtype
+from vtasim.core.views import rows, strided
 from vtasm import isa
 from vtasm.columns import StreamColumns
-
-from .alu import ADD, MAX, MIN, MUL, SHR, _run, _strategy, carry_facts, run_alu
-from .executable import executable
-from .gemm import _accumulate, _exact_float, _product_bound, carry_layout, distinct_rows, run_gemm
-from .loops import CACHE_LANES, LoopPlan, moved
-from .memory import run_load, run_store
-from .state import int_dtype
-from .views import rows, strided
+from vtasm.locate import executable
 
 LOAD, STORE, GEMM, ALU, FINISH = (isa.OPCODES[k] for k in ("load", "store", "gemm", "alu", "finish"))
 UOP, WGT, INP, ACC, OUT, ACC8 = (isa.MEM_TYPES[n] for n in ("uop", "wgt", "inp", "acc", "out", "acc8"))

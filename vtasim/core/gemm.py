@@ -26,12 +26,11 @@ from functools import lru_cache
 
 import numpy as np
 
+from vtasim.core.bounds import check_uop_range, checked_plans
+from vtasim.core.loops import LoopPlan, PlanCache
+from vtasim.core.state import MachineState
+from vtasim.core.views import strided
 from vtasm.encoding import Instruction
-
-from .bounds import check_uop_range, checked_plans
-from .loops import LoopPlan, PlanCache
-from .state import MachineState
-from .views import strided
 
 MAX_IM2COL_CLASSES = 64  # weight-sequence classes handled as im2col products; more fall back to grouping
 MAX_IM2COL_WEIGHT_LANES = 1 << 22  # the classes' weight matrices together; larger ones are grouped

@@ -21,10 +21,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from vtasim.core.state import MachineState
 from vtasm.config import VTAConfig
 from vtasm.encoding import Instruction
-
-from .state import MachineState
 
 CHUNK_LANES = 1 << 20  # lanes one chunk of executions may gather (its inputs, products or accumulators)
 CACHE_LANES = 1 << 22  # what the cached plans may hold, counted in 8-byte values (32 MiB)
