@@ -85,10 +85,8 @@ def explain(compiled: Compiled) -> str:
     lines.append(f"  instructions: {len(prog.instructions)} (load stage {stages['load']}, compute stage "
                  f"{stages['compute']}, store stage {stages['store']}); micro-ops: {len(prog.uops)} in "
                  f"{stats['kernels']} kernels, {_count(stats['uop_loads'], 'load')}")
-    gemm = sum(i["iter_out"] * i["iter_in"] * (i["uop_end"] - i["uop_bgn"]) for i in prog.instructions
-               if i.kind == "gemm" and not i["reset"])
-    alu = sum(i["iter_out"] * i["iter_in"] * (i["uop_end"] - i["uop_bgn"]) for i in prog.instructions
-              if i.kind == "alu")
+    gemm = sum(isa.counted_executions(i) for i in prog.instructions if i.kind == "gemm" and not i["reset"])
+    alu = sum(isa.counted_executions(i) for i in prog.instructions if i.kind == "alu")
     moving = _identity_executions(compiled)
     how = f"; {moving:,} of them move int8 data through +-identity weights" if moving else ""
     lines.append(f"  micro-op executions: GEMM {gemm:,} ({gemm * cfg.batch * cfg.block_in * cfg.block_out:,} "
@@ -127,7 +125,7 @@ def _identity_executions(compiled: Compiled) -> int:
         elif insn.kind == "gemm" and not insn["reset"]:
             weights = [(lo, hi) for buf, lo, hi in e.access.reads if buf == WGT]
             if weights and all(identity[lo : hi + 1].all() for lo, hi in weights):
-                count += insn["iter_out"] * insn["iter_in"] * (insn["uop_end"] - insn["uop_bgn"])
+                count += isa.counted_executions(insn)
     return count
 
 

@@ -63,7 +63,7 @@ def compile_imported(imported: Imported, cfg: VTAConfig, profile: Profile | None
         try:
             compiled = compile_file(check_source(source, name), cfg, "main", profile, params=params)
         except CompileError as exc:
-            raise ModelError(_at_node(exc, source, qnet)) from None
+            raise ModelError(*_at_node(exc, source, qnet)) from None
         launches.append(compiled)
         names = program_names(qnet, part)
         steps.append(VtaStep(f"vta{len(launches)}", compiled.program, {t: names[t] for t in part.inputs},
@@ -74,11 +74,12 @@ def compile_imported(imported: Imported, cfg: VTAConfig, profile: Profile | None
     return CompiledModel(imported, launches, network, vk_name)
 
 
-def _at_node(exc: CompileError, source: str, qnet) -> str:
-    """A compile error of generated kernel language, told at the ONNX node(s) of the layer it is in."""
+def _at_node(exc: CompileError, source: str, qnet) -> tuple[str, str | None]:
+    """A compile error of generated kernel language, told at the ONNX node(s) of the layer it is in: the
+    message, and the (first) node."""
     net = qnet.network
     if exc.span is None:
-        return f"{net.name}: VTA cannot compile it: {exc.message}"
+        return f"{net.name}: VTA cannot compile it: {exc.message}", None
     lines = source.splitlines()[: exc.span.line]
     kernel = next((ln.split()[1].split("(")[0] for ln in reversed(lines) if ln.startswith("kernel ")), "main")
     if kernel == "main":  # a call in main: the layer it calls, or the concatenation it writes
@@ -88,9 +89,9 @@ def _at_node(exc: CompileError, source: str, qnet) -> str:
     layer = next((q.layer for q in qnet.layers if q.layer.name == kernel or
                   kernel.endswith(q.layer.name)), None)
     if layer is None:
-        return f"{net.name}: VTA cannot compile it: {exc.message}"
+        return f"{net.name}: VTA cannot compile it: {exc.message}", None
     nodes = ", ".join(f"node '{n}' ({net.ops.get(n, '?')})" for n in layer.sources)
-    return f"{net.name}: {nodes}: VTA cannot compile it: {exc.message}"
+    return f"{net.name}: {nodes}: VTA cannot compile it: {exc.message}", layer.sources[0] if layer.sources else None
 
 
 def compile_model(path: str | Path, cfg: VTAConfig, calibration: str | Path | np.ndarray | None = None,

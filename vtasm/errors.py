@@ -92,7 +92,12 @@ class UsageError(VtaError):
 
 
 class ModelError(VtaError):
-    """A model file (ONNX) the importer cannot take; the message names the model and node."""
+    """A model file (ONNX) the importer cannot take; the message names the model and node, and ``node`` holds
+    the node's name when one node is at fault (None for the model as a whole)."""
+
+    def __init__(self, message: str, node: str | None = None):
+        super().__init__(message)
+        self.node = node
 
 
 class SpecError(VtaError):

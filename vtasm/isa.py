@@ -253,6 +253,23 @@ def _advice(cfg: VTAConfig) -> str:
     return text
 
 
+# -- micro-op executions ----------------------------------------------------------
+
+
+def counted_executions(f):
+    """A GEMM or ALU instruction's micro-op executions as VTA counts them: iter_out x iter_in x
+    (uop_end - uop_bgn), negative for a reversed range. ``f``: an instruction or its fields (a number), or
+    stream columns (vtasm.columns: an array, one count per instruction)."""
+    get = f.column if hasattr(f, "column") else f.__getitem__
+    return get("iter_out") * get("iter_in") * (get("uop_end") - get("uop_bgn"))
+
+
+def executions(f):
+    """The micro-op executions an instruction runs: the counted number, none for a reversed range."""
+    n = counted_executions(f)
+    return n * (n > 0)
+
+
 # -- pipeline stages and token queues (isa.md section 5) ---------------------
 
 LOAD_STAGE, COMPUTE_STAGE, STORE_STAGE = "load", "compute", "store"

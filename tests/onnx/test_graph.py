@@ -107,8 +107,23 @@ def test_shape_arithmetic_folds_once_the_batch_is_fixed(tmp_path):
 
 
 def test_missing_initialiser_refused(tmp_path):
-    with pytest.raises(ModelError, match=r"node 'conv1' \(Conv\): input 'w' is neither a graph input, an initialiser"):
+    with pytest.raises(ModelError, match=r"node 'conv1' \(Conv\): input 'w' is neither a graph input, an initialiser") \
+            as caught:
         load_graph(_conv_relu(tmp_path, weights=False))
+    assert caught.value.node == "conv1"  # the node at fault, beside the message
+
+
+def test_layer_kinds_are_types_and_a_switch_refuses_one_it_has_no_rule_for():
+    from vtacc.frontend.onnx.float_run import _float_layer
+    from vtacc.frontend.onnx.network import Layer, LayerKind
+
+    layer = Layer("clip", "c", ["n"], ["x"], "y", (1, 16, 2, 2))
+    assert layer.kind is LayerKind.CLIP
+    with pytest.raises(ValueError, match="'softmax' is not a valid LayerKind"):
+        Layer("softmax", "s", ["n"], ["x"], "y", (1, 16))
+    layer.kind = LayerKind.HOST  # a host layer never reaches the float layers' switch: refused, not clipped
+    with pytest.raises(TypeError, match="the float network: no rule for layer kind"):
+        _float_layer(layer, [np.zeros((1, 16, 2, 2))])
 
 
 def test_not_a_model(tmp_path):

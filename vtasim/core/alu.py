@@ -162,7 +162,7 @@ def run_alu(state: MachineState, index: int, insn: Instruction, plans: PlanCache
     op = insn["alu_opcode"]
     if op not in isa.ALU_OP_NAMES:
         raise fault(index, insn, f"unknown ALU opcode {op}")
-    n = insn["iter_out"] * insn["iter_in"] * (insn["uop_end"] - insn["uop_bgn"])
+    n = isa.counted_executions(insn)
     if n <= 0:
         return n
     check_uop_range(state, index, insn)

@@ -30,6 +30,7 @@ from vtasim.core.bounds import check_uop_range, checked_plans
 from vtasim.core.loops import LoopPlan, PlanCache
 from vtasim.core.state import MachineState
 from vtasim.core.views import strided
+from vtasm import isa
 from vtasm.encoding import Instruction
 
 MAX_IM2COL_CLASSES = 64  # weight-sequence classes handled as im2col products; more fall back to grouping
@@ -360,7 +361,7 @@ def _acc_blocks(state: MachineState, plan: LoopPlan, lay: dict, bound: int, k: i
 def run_gemm(state: MachineState, index: int, insn: Instruction, plans: PlanCache) -> int:
     """Execute a GEMM instruction; returns its micro-op executions (resets included)."""
     cfg = state.cfg
-    n = insn["iter_out"] * insn["iter_in"] * (insn["uop_end"] - insn["uop_bgn"])
+    n = isa.counted_executions(insn)
     if n <= 0:
         return n
     check_uop_range(state, index, insn)

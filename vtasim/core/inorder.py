@@ -66,8 +66,7 @@ def counters(cols: StreamColumns) -> dict[str, int]:
         out[key] = total & _U64
     stores = cols.opcode == STORE
     out["out_store_nbytes"] = int((x[stores] * y[stores]).sum()) * cfg.out_elem_bytes & _U64
-    # as the units count them: iter_out * iter_in * (uop_end - uop_bgn), negative for a reversed range
-    n = cols.column("iter_out") * cols.column("iter_in") * (cols.column("uop_end") - cols.column("uop_bgn"))
+    n = isa.counted_executions(cols)  # as the units count them: negative for a reversed range
     counted = (cols.opcode == GEMM) & (cols.column("reset") == 0)
     out["gemm_counter"] = int(_wrap32(n[counted]).sum()) & _U64
     out["alu_counter"] = int(_wrap32(n[cols.opcode == ALU]).sum()) & _U64

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from vtasim.core.state import MachineState
+from vtasm import isa
 from vtasm.config import VTAConfig
 from vtasm.encoding import Instruction
 
@@ -190,7 +191,7 @@ class PlanCache:
     @staticmethod
     def count(insn: Instruction) -> int:
         """The instruction's micro-op executions."""
-        return insn["iter_out"] * insn["iter_in"] * max(0, insn["uop_end"] - insn["uop_bgn"])
+        return isa.executions(insn)
 
     def chunked(self, state: MachineState, insn: Instruction) -> bool:
         """Whether the instruction runs as several chunk plans."""

@@ -46,9 +46,7 @@ def stages(cols: StreamColumns) -> np.ndarray:
 def executions(cols: StreamColumns) -> np.ndarray:
     """Micro-op executions of every GEMM and ALU instruction (0 for the others)."""
     loops = np.isin(cols.opcode, [isa.OPCODES["gemm"], isa.OPCODES["alu"]])
-    uops = np.maximum(0, cols.column("uop_end") - cols.column("uop_bgn"))
-    n = cols.column("iter_out") * cols.column("iter_in") * uops
-    return np.where(loops, n, 0)
+    return np.where(loops, isa.executions(cols), 0)
 
 
 def in_order(cols: StreamColumns, max_ops: int) -> InOrder | None:

@@ -114,10 +114,7 @@ class Pipeline:
             insn = insns[i]
             pops, pushes = flags.pop(i)
             popped = [(q, self.queues[q].popleft()) for q in pops]
-            if insn.kind in ("gemm", "alu"):
-                need = insn["iter_out"] * insn["iter_in"] * max(0, insn["uop_end"] - insn["uop_bgn"])
-            else:
-                need = 0
+            need = isa.executions(insn) if insn.kind in ("gemm", "alu") else 0
             self.ops_used += 1 + need
             if self.ops_used > self.max_ops:
                 raise fault(i, insn, f"the operation budget (--max-ops {self.max_ops}) is exhausted")

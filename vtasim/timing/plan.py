@@ -176,7 +176,7 @@ def plan(instructions: list[Instruction], cfg: VTAConfig, profile: Profile) -> l
             _write_work(w, insn, cfg, profile)
         elif opcode in (isa.OPCODES["gemm"], isa.OPCODES["alu"]):
             w.unit = "gemm" if opcode == isa.OPCODES["gemm"] else "alu"
-            w.executions = f["iter_out"] * f["iter_in"] * max(f["uop_end"] - f["uop_bgn"], 0)
+            w.executions = isa.executions(f)
             iterations = f["iter_out"] * f["iter_in"] if w.executions else 0
             w.variant = bool(f["reset"] if w.unit == "gemm" else f["use_imm"])
             w.cycles = execution_cycles(profile, w.unit, w.executions, iterations, w.variant)

@@ -23,7 +23,7 @@ from vtasm.fileio import read_npy
 from .accuracy import measure
 from .emit_vk import emit_vk, kernel_name
 from .graph import load_graph
-from .network import Network, layer_macs, lower
+from .network import LayerKind, Network, layer_macs, lower
 from .partition import Part, partition
 from .quantise import QuantisedNetwork, quantise
 
@@ -62,15 +62,15 @@ class Imported:
             if layer.w_exps is not None:
                 lo, hi = int(layer.w_exps.min()), int(layer.w_exps.max())
                 weights = f", weights 2^{lo}" + (f"..2^{hi}" if lo != hi else "")
-            shift = "" if layer.kind not in ("conv", "dense") else (
+            shift = "" if layer.kind not in (LayerKind.CONV, LayerKind.DENSE) else (
                 f", shift {int(layer.shift)}" if np.ndim(layer.shift) == 0 else
                 f", shifts {int(np.min(layer.shift))}..{int(np.max(layer.shift))}")
             rng = f", calibration range +-{seen:.4g}" if seen is not None else ""
             db = q.sqnr.get(layer.layer.output)
             rng += f", sqnr {db:.1f} dB" if db is not None and math.isfinite(db) else (
                 ", exact" if db is not None else "")
-            kind = layer.kind if layer.kind != "host" else f"host {layer.layer.node.op}"
-            why = f" ({layer.layer.reason})" if layer.kind == "host" else ""
+            kind = str(layer.kind) if layer.kind != LayerKind.HOST else f"host {layer.layer.node.op}"
+            why = f" ({layer.layer.reason})" if layer.kind == LayerKind.HOST else ""
             lines.append(f"  {layer.name:<16} {kind:<8} out 2^{layer.out_exp}{weights}{shift}{rng}{why}")
         lines += [f"  note: {n}" for n in q.notes]
         lines.append(self.placement())

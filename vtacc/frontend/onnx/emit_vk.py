@@ -11,6 +11,7 @@ import numpy as np
 
 from vtasm.formats.network import kernel_identifier
 
+from .network import LayerKind, unhandled
 from .partition import Part
 from .quantise import QLayer, QuantisedNetwork
 
@@ -28,8 +29,8 @@ def _type(dtype: str, shape) -> str:
 
 
 def _clip(expr: str, q: QLayer) -> str:
-    return expr if (q.low, q.high) == (-128, 127) and q.kind in ("maxpool", "avgpool", "gap") else \
-        f"clip({expr}, {q.low}, {q.high})"
+    pools = (LayerKind.MAXPOOL, LayerKind.AVGPOOL, LayerKind.GAP)
+    return expr if (q.low, q.high) == (-128, 127) and q.kind in pools else f"clip({expr}, {q.low}, {q.high})"
 
 
 def _exp_text(e: int) -> str:
@@ -58,12 +59,12 @@ def _kernel(q: QLayer, qnet: QuantisedNetwork, shapes: dict) -> tuple[str, list[
     params: list[tuple[str, str, np.ndarray]] = []
     xs = [f"x{i}" if len(layer.inputs) > 1 else "x" for i in range(len(layer.inputs))]
     decls = [f"{n}: {_type('int8', shapes[t])}" for n, t in zip(xs, layer.inputs, strict=True)]
-    if q.kind in ("conv", "dense"):
+    if q.kind in (LayerKind.CONV, LayerKind.DENSE):
         params += [("w", _type("int8", q.weight.shape), q.weight), ("b", _type("int32", q.bias.shape), q.bias)]
         if np.ndim(q.shift):
             params.append(("s", _type("int32", np.shape(q.shift)), np.asarray(q.shift, dtype=np.int32)))
         shift = "s" if np.ndim(q.shift) else str(int(q.shift))
-        if q.kind == "conv":
+        if q.kind == LayerKind.CONV:
             opts = "".join(f", {k}={v}" for k, v, d in (("stride", layer.stride, 1), ("pad", layer.pad, 0),
                                                           ("groups", layer.groups, 1)) if v != d)
             product = f"conv2d(x, w{opts})"
@@ -75,20 +76,22 @@ def _kernel(q: QLayer, qnet: QuantisedNetwork, shapes: dict) -> tuple[str, list[
             body = f"max(a, {' + '.join(f'(a >> {k})' for k in layer.leaky)})"
         body += f" >> {shift}" if shift != "0" else ""
         expr = _clip(body, q)
-    elif q.kind == "maxpool":
+    elif q.kind == LayerKind.MAXPOOL:
         expr = f"max_pool(x, {layer.size}, stride={layer.stride}, pad={layer.pad}{end})"
-    elif q.kind == "avgpool":
+    elif q.kind == LayerKind.AVGPOOL:
         expr = f"avg_pool(x, {layer.size}, stride={layer.stride}, pad={layer.pad}{end})"
-    elif q.kind == "gap":
+    elif q.kind == LayerKind.GAP:
         expr = "global_avg_pool(x)"
-    elif q.kind == "add":
+    elif q.kind == LayerKind.ADD:
         terms = [f"({n} << {left})" if left else n for n, left in zip(xs, q.left, strict=True)]
         total = " + ".join(terms)
         if q.shift:
             total = f"({total} + {1 << (q.shift - 1)}) >> {q.shift}"
         expr = _clip(total, q)
-    else:  # clip
+    elif q.kind == LayerKind.CLIP:
         expr = _clip("x", q)
+    else:
+        raise unhandled(layer, "the kernel-language emitter")
     decls += [f"{suffix}: {kind}" for suffix, kind, _ in params]
     text = (f"{_describe(q, qnet)}\nkernel {layer.name}({', '.join(decls)}) -> y: {out} {{\n"
             f"{before}    y = {expr}\n}}\n")
@@ -123,7 +126,7 @@ def emit_vk(qnet: QuantisedNetwork, part: Part | None = None) -> tuple[str, dict
     for q in layers:
         layer = q.layer
         args = [local[t] for t in layer.inputs]
-        if q.kind == "concat":
+        if q.kind == LayerKind.CONCAT:
             call = f"concat({', '.join(args)})"
         else:
             text, params = _kernel(q, qnet, shapes)

@@ -12,7 +12,7 @@ from vtasm.errors import FormatError, ModelError
 from vtasm.formats.network import HostNode
 
 from .arrays import conv2d, windows
-from .network import Layer, Network
+from .network import Layer, LayerKind, Network, unhandled
 
 
 def run_float(net: Network, x: np.ndarray) -> dict[str, np.ndarray]:
@@ -22,7 +22,7 @@ def run_float(net: Network, x: np.ndarray) -> dict[str, np.ndarray]:
     """
     values = {net.input: np.asarray(x, dtype=np.float64)}
     for layer in net.layers:
-        if layer.kind == "host":
+        if layer.kind == LayerKind.HOST:
             values.update(_host_layer(net, layer, values))
             continue
         ins = [values[t] for t in layer.inputs]
@@ -47,27 +47,30 @@ def _host_layer(net: Network, layer: Layer, values: dict[str, np.ndarray]) -> di
     for y in outs.values():
         if not np.isfinite(y).all():
             raise ModelError(f"{net.name}: node '{node.name}' ({node.op}) gives {int((~np.isfinite(y)).sum())} NaN "
-                             f"or infinite values on the calibration inputs (float32); int8 cannot hold them")
+                             f"or infinite values on the calibration inputs (float32); int8 cannot hold them",
+                             node=node.name)
     return {t: y.astype(np.float64) for t, y in outs.items()}
 
 
 def _float_layer(layer: Layer, ins: list[np.ndarray]) -> np.ndarray:
     x = ins[0]
-    if layer.kind == "conv":
+    if layer.kind == LayerKind.CONV:
         return conv2d(x, layer.weight, layer.stride, layer.pad, layer.groups) + layer.bias[None, :, None, None]
-    if layer.kind == "dense":
+    if layer.kind == LayerKind.DENSE:
         return x.reshape(x.shape[0], -1) @ layer.weight.T + layer.bias
-    if layer.kind == "maxpool":
+    if layer.kind == LayerKind.MAXPOOL:
         return windows(x, layer.size, layer.stride, layer.pad, -np.inf, layer.pad_end).max(axis=-1)
-    if layer.kind == "avgpool":
+    if layer.kind == LayerKind.AVGPOOL:
         return windows(x, layer.size, layer.stride, layer.pad, 0.0, layer.pad_end).mean(axis=-1)
-    if layer.kind == "gap":
+    if layer.kind == LayerKind.GAP:
         return x.mean(axis=(2, 3), keepdims=True)
-    if layer.kind == "add":
+    if layer.kind == LayerKind.ADD:
         return ins[0] + ins[1]
-    if layer.kind == "concat":
+    if layer.kind == LayerKind.CONCAT:
         return np.concatenate(ins, axis=1)
-    return x  # clip: the bounds are applied by the caller
+    if layer.kind == LayerKind.CLIP:
+        return x  # the bounds are applied by the caller
+    raise unhandled(layer, "the float network")
 
 
 def batches(net: Network, data: np.ndarray, budget: int = 256 << 20):

@@ -147,7 +147,7 @@ def _fold_once(model, name: str, opset: int, values: dict[str, np.ndarray]) -> d
                 except Exception as exc:
                     where = f"{name}: node '{node.name or node.op_type}' ({node.op_type})"
                     raise ModelError(f"{where}: its inputs are constants but it could not be evaluated "
-                                     f"({' '.join(str(exc).split())[:200]})") from None
+                                     f"({' '.join(str(exc).split())[:200]})", node=node.name or None) from None
         if results is None or any(np.asarray(r).size > MAX_FOLDED for r in results):
             kept.append(node)
             continue

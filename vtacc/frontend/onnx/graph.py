@@ -103,7 +103,7 @@ def load_graph(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None
         for tensor in node.inputs:
             if tensor and tensor not in known:
                 raise ModelError(f"{node.where(name)}: input '{tensor}' is neither a graph input, an initialiser "
-                                 "nor the output of an earlier node")
+                                 "nor the output of an earlier node", node=node.name)
         known.update(node.outputs)
     shapes: dict[str, tuple[int, ...]] = {}
     for info in list(g.input) + list(g.value_info) + list(g.output):
@@ -126,5 +126,6 @@ def load_graph(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None
                 if tensor not in read:  # an optional output nothing reads (Dropout's mask): dropped
                     node.outputs[k] = ""
                     continue
-                raise ModelError(f"{node.where(name)}: ONNX shape inference gave no shape for output '{tensor}'")
+                raise ModelError(f"{node.where(name)}: ONNX shape inference gave no shape for output '{tensor}'",
+                                 node=node.name)
     return Graph(name, nodes, inputs, [o.name for o in g.output], shapes, constants, opset)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from enum import Enum
 
 import numpy as np
 
@@ -31,11 +32,34 @@ _RESERVED = {"kernel", "schedule", "main", "matmul", "dense", "conv2d", "max_poo
              "global_avg_pool", "flatten", "concat", "min", "max", "clip", "relu", "int8", "int32"}
 
 
+class LayerKind(str, Enum):
+    """What a layer computes. Every switch over kinds handles the ones it takes and refuses the rest
+    (unhandled), so a kind one of them forgets is an error there, never another kind's arithmetic."""
+
+    CONV = "conv"
+    DENSE = "dense"
+    MAXPOOL = "maxpool"
+    AVGPOOL = "avgpool"
+    GAP = "gap"  # global average pooling
+    ADD = "add"
+    CONCAT = "concat"
+    CLIP = "clip"  # a copy with bounds (ReLU, Clip; a concatenation's copied part)
+    HOST = "host"  # an ONNX node run on the host CPU
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def unhandled(layer: Layer, where: str) -> TypeError:
+    """The error a switch over layer kinds raises for a kind it has no rule for."""
+    return TypeError(f"{where}: no rule for layer kind {layer.kind!r} (layer {layer.name})")
+
+
 @dataclass
 class Layer:
     """One kernel's worth of float computation."""
 
-    kind: str  # conv, dense, maxpool, avgpool, gap, add, concat, clip; host (an ONNX node run on the host CPU)
+    kind: LayerKind
     name: str  # a kernel-language identifier
     sources: list[str]  # the ONNX nodes folded into it
     inputs: list[str]  # activation tensors read
@@ -56,6 +80,9 @@ class Layer:
     in_shapes: list[tuple[int, ...] | None] | None = None  # host: the model's shape of each input
     alpha: float = 0.0  # a fused leaky ReLU's slope (0: none) ...
     leaky: tuple[int, ...] = ()  # ... and the right shifts whose sum VTA multiplies by instead
+
+    def __post_init__(self) -> None:
+        self.kind = LayerKind(self.kind)  # a name no kind has is a ValueError here, where the layer is made
 
     @property
     def outputs(self) -> list[str]:
@@ -85,7 +112,7 @@ class Network:
 
     @property
     def on_host(self) -> list[Layer]:
-        return [layer for layer in self.layers if layer.kind == "host"]
+        return [layer for layer in self.layers if layer.kind == LayerKind.HOST]
 
 
 class NotOnVta(ModelError):
@@ -106,7 +133,7 @@ class _Lowering:
         self.pending: dict[str, tuple[Node, str, list[int]]] = {}  # a Pad's output -> (Pad, input, pads)
 
     def fail(self, node: Node, message: str) -> NotOnVta:
-        return NotOnVta(f"{node.where(self.g.name)}: {message}")
+        return NotOnVta(f"{node.where(self.g.name)}: {message}", node=node.name)
 
     def canon(self, tensor: str) -> str:
         while tensor in self.alias:
@@ -199,7 +226,7 @@ class _Lowering:
             self.hints[new] = self.hints.pop(old)
 
     def on_host(self) -> list[Layer]:
-        return [layer for layer in self.layers if layer.kind == "host"]
+        return [layer for layer in self.layers if layer.kind == LayerKind.HOST]
 
     def host(self, node: Node, reason: str) -> None:
         """The node as a host layer: it reads the tensors its inputs alias, in the shapes the model gives them."""
@@ -213,7 +240,7 @@ class _Lowering:
                 self.g.shapes.setdefault(t, self.g.shapes[original])
         renamed = Node(node.op, node.name, inputs, list(node.outputs), _plain(node.attrs))
         acts = list(dict.fromkeys(t for t in inputs if t and t not in self.consts))
-        layer = Layer("host", self.fresh(node.name), [node.name], acts, node.outputs[0],
+        layer = Layer(LayerKind.HOST, self.fresh(node.name), [node.name], acts, node.outputs[0],
                       self.g.shapes[node.outputs[0]], node=renamed, reason=reason)
         layer.in_shapes = [self.g.shapes.get(original) if t else None for t, original in
                            zip(inputs, node.inputs, strict=True)]
@@ -335,7 +362,7 @@ class _Lowering:
         if w.shape[2] != w.shape[3]:
             raise self.fail(node, f"a {w.shape[2]}x{w.shape[3]} kernel is not square")
         out = node.outputs[0]
-        self.add(Layer("conv", self.fresh(node.name), [node.name], [x], out, self.g.shapes[out], w,
+        self.add(Layer(LayerKind.CONV, self.fresh(node.name), [node.name], [x], out, self.g.shapes[out], w,
                        b if b is not None else np.zeros(w.shape[0]), stride, pad, int(a.get("group", 1))))
 
     def _window(self, node: Node, kernel, extra=(0, 0, 0, 0)) -> tuple[int, int]:
@@ -403,7 +430,7 @@ class _Lowering:
         only this node, with no activation between), else a depthwise 1x1 convolution on VTA's GEMM core."""
         x = self.activation(node, x_name, flat_ok=True)
         layer = self.by_output.get(x)
-        if layer is not None and layer.kind in ("conv", "dense") and layer.low == -math.inf \
+        if layer is not None and layer.kind in (LayerKind.CONV, LayerKind.DENSE) and layer.low == -math.inf \
                 and layer.high == math.inf and self.sole_consumer(x_name, node):
             shape = (-1,) + (1,) * (layer.weight.ndim - 1)
             layer.weight = layer.weight * scale.reshape(shape)
@@ -416,7 +443,7 @@ class _Lowering:
                                   "with a depthwise convolution)")
         channels = shape[1]
         out = node.outputs[0]
-        self.add(Layer("conv", self.fresh(node.name), [node.name], [x], out, self.g.shapes[out],
+        self.add(Layer(LayerKind.CONV, self.fresh(node.name), [node.name], [x], out, self.g.shapes[out],
                        scale.reshape(channels, 1, 1, 1).astype(np.float64), bias.astype(np.float64), 1, 0,
                        channels))
 
@@ -430,13 +457,14 @@ class _Lowering:
     def _activation(self, node: Node, low: float, high: float) -> None:
         x = self.canon(node.inputs[0])
         layer = self.by_output.get(x)
-        if layer is not None and layer.kind in ("conv", "dense", "add") and self.sole_consumer(node.inputs[0], node):
+        if layer is not None and layer.kind in (LayerKind.CONV, LayerKind.DENSE, LayerKind.ADD) \
+                and self.sole_consumer(node.inputs[0], node):
             layer.low, layer.high = max(layer.low, low), min(layer.high, high)
             self._rename(layer, node)
             return
         x = self.activation(node, node.inputs[0])
         out = node.outputs[0]
-        self.add(Layer("clip", self.fresh(node.name), [node.name], [x], out, self.g.shapes[out], low=low,
+        self.add(Layer(LayerKind.CLIP, self.fresh(node.name), [node.name], [x], out, self.g.shapes[out], low=low,
                        high=high))
 
     def op_LeakyRelu(self, node: Node) -> None:
@@ -447,7 +475,7 @@ class _Lowering:
         if shifts is None:
             raise self.fail(node, f"slope {alpha:g} is no sum of four powers of two 2^-1..2^-15 within 1%")
         layer = self.by_output.get(self.canon(node.inputs[0]))
-        if layer is None or layer.kind not in ("conv", "dense") or layer.low != -math.inf \
+        if layer is None or layer.kind not in (LayerKind.CONV, LayerKind.DENSE) or layer.low != -math.inf \
                 or layer.high != math.inf or layer.leaky or not self.sole_consumer(node.inputs[0], node):
             raise self.fail(node, "a leaky ReLU runs on VTA fused into the Conv or Gemm before it, its only "
                                   "consumer")
@@ -498,9 +526,9 @@ class _Lowering:
         pad_end = (oh - 1) * stride + size - h - pad
         if pads[1] != pad or (ow - 1) * stride + size - w - pad != pad_end:
             raise self.fail(node, f"pads {pads} differ between height and width")
-        if kind == "avgpool":
+        if kind == LayerKind.AVGPOOL:
             if size == h == w and pad == 0 and pad_end == 0:
-                self.add(Layer("gap", self.fresh(node.name), [node.name], [x], out, self.g.shapes[out]))
+                self.add(Layer(LayerKind.GAP, self.fresh(node.name), [node.name], [x], out, self.g.shapes[out]))
                 return
             if size * size & (size * size - 1):
                 raise self.fail(node, f"a {size}x{size} average divides by {size * size}, not a power of two "
@@ -527,7 +555,7 @@ class _Lowering:
     def op_GlobalAveragePool(self, node: Node) -> None:
         x = self.activation(node, node.inputs[0])
         out = node.outputs[0]
-        self.add(Layer("gap", self.fresh(node.name), [node.name], [x], out, self.g.shapes[out]))
+        self.add(Layer(LayerKind.GAP, self.fresh(node.name), [node.name], [x], out, self.g.shapes[out]))
 
     def op_ReduceMean(self, node: Node) -> None:
         """The mean over height and width (torch's global pooling): a whole-image average; without
@@ -541,11 +569,11 @@ class _Lowering:
             raise self.fail(node, f"a mean over axes {axes} of {list(shape)} (VTA averages whole NCHW images)")
         out = node.outputs[0]
         if node.attrs.get("keepdims", 1):
-            self.add(Layer("gap", self.fresh(node.name), [node.name], [x], out, self.g.shapes[out]))
+            self.add(Layer(LayerKind.GAP, self.fresh(node.name), [node.name], [x], out, self.g.shapes[out]))
             return
         pooled = f"{out}__pooled"
         self.g.shapes[pooled] = shape[:2] + (1, 1)
-        self.add(Layer("gap", self.fresh(node.name), [node.name], [x], pooled, self.g.shapes[pooled]))
+        self.add(Layer(LayerKind.GAP, self.fresh(node.name), [node.name], [x], pooled, self.g.shapes[pooled]))
         self.alias[out] = pooled
         self.flat.add(pooled)
 
@@ -558,7 +586,7 @@ class _Lowering:
         out = node.outputs[0]
         if len(self.g.shapes[out]) != 2:
             raise self.fail(node, f"output {list(self.g.shapes[out])} is not a matrix")
-        self.add(Layer("dense", self.fresh(node.name), [node.name], [x], out, self.g.shapes[out], w,
+        self.add(Layer(LayerKind.DENSE, self.fresh(node.name), [node.name], [x], out, self.g.shapes[out], w,
                        b if b is not None else np.zeros(w.shape[0]), flatten=flat))
 
     def op_Gemm(self, node: Node) -> None:
@@ -583,7 +611,7 @@ class _Lowering:
             raise self.fail(node, f"adding {list(self.g.shapes[xa])} and {list(self.g.shapes[xb])}: only tensors "
                                   "of the same shape (no broadcasting)")
         out = node.outputs[0]
-        self.add(Layer("add", self.fresh(node.name), [node.name], [xa, xb], out, self.g.shapes[out]))
+        self.add(Layer(LayerKind.ADD, self.fresh(node.name), [node.name], [xa, xb], out, self.g.shapes[out]))
 
     def op_Sum(self, node: Node) -> None:
         """Sum of any arity: the identity for one input, else additions of two, chained."""
@@ -597,7 +625,7 @@ class _Lowering:
         for k, x in enumerate(xs[1:], 1):
             out = node.outputs[0] if k == len(xs) - 1 else f"{node.outputs[0]}__partial{k}"
             self.g.shapes[out] = self.g.shapes[x]
-            self.add(Layer("add", self.fresh(node.name), [node.name], [total, x], out, self.g.shapes[x]))
+            self.add(Layer(LayerKind.ADD, self.fresh(node.name), [node.name], [total, x], out, self.g.shapes[x]))
             total = out
 
     def op_Concat(self, node: Node) -> None:
@@ -608,16 +636,17 @@ class _Lowering:
         channels = [self.g.shapes[p][1] for p in parts]
         for k, p in enumerate(parts):  # a concatenation is written in place: copy one that is a part again
             made = self.by_output.get(p)
-            if made is not None and made.kind == "concat":
+            if made is not None and made.kind == LayerKind.CONCAT:
                 copy = f"{p}__copy"
                 self.g.shapes[copy] = self.g.shapes[p]
-                self.add(Layer("clip", self.fresh(f"{node.name}_copy"), [node.name], [p], copy, self.g.shapes[p]))
+                self.add(Layer(LayerKind.CLIP, self.fresh(f"{node.name}_copy"), [node.name], [p], copy,
+                               self.g.shapes[p]))
                 parts[k] = copy
         if any(c % self.block for c in channels[:-1]):
             raise self.fail(node, f"parts of {', '.join(map(str, channels))} channels: VTA writes each part in "
                                   f"place, in whole blocks of {self.block} channels")
         out = node.outputs[0]
-        self.add(Layer("concat", self.fresh(node.name), [node.name], parts, out, self.g.shapes[out]))
+        self.add(Layer(LayerKind.CONCAT, self.fresh(node.name), [node.name], parts, out, self.g.shapes[out]))
 
 
 def power_sum(alpha: float, terms: int = 4, tolerance: float = 0.01) -> tuple[int, ...] | None:
@@ -659,11 +688,11 @@ def _plain(value):
 
 def layer_macs(layer: Layer) -> int:
     """Multiply-accumulates of a layer: convolutions and dense layers on VTA, the same operators on the host."""
-    if layer.kind == "conv":
+    if layer.kind == LayerKind.CONV:
         return math.prod(layer.shape) * math.prod(layer.weight.shape[1:])
-    if layer.kind == "dense":
+    if layer.kind == LayerKind.DENSE:
         return math.prod(layer.shape) * layer.weight.shape[1]
-    if layer.kind == "host" and layer.node.op in ("Conv", "ConvTranspose", "Gemm", "MatMul"):
+    if layer.kind == LayerKind.HOST and layer.node.op in ("Conv", "ConvTranspose", "Gemm", "MatMul"):
         node = layer.node
         return node_macs(HostNode(node.op, node.name, node.inputs, node.outputs, node.attrs, layer.in_shapes,
                                   [layer.shape]))

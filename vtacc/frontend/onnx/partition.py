@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from vtasm.formats.network import HostNode, HostStep, NetTensor
 
+from .network import LayerKind
 from .quantise import QLayer, QuantisedNetwork
 
 
@@ -28,7 +29,7 @@ def partition(qnet: QuantisedNetwork) -> list[Part]:
     """The network's layers split where they change sides (one part when VTA computes everything)."""
     groups: list[list[QLayer]] = []
     for q in qnet.layers:
-        if groups and (groups[-1][0].kind == "host") == (q.kind == "host"):
+        if groups and (groups[-1][0].kind == LayerKind.HOST) == (q.kind == LayerKind.HOST):
             groups[-1].append(q)
         else:
             groups.append([q])
@@ -49,7 +50,7 @@ def partition(qnet: QuantisedNetwork) -> list[Part]:
         written = [t for q in group for t in q.layer.outputs if t]
         inputs = list(dict.fromkeys(t for q in group for t in _reads(q) if home.get(t) != k))
         outputs = [t for t in written if t in wanted.get(k, set())]
-        parts.append(Part("host" if group[0].kind == "host" else "vta", group, inputs, outputs))
+        parts.append(Part("host" if group[0].kind == LayerKind.HOST else "vta", group, inputs, outputs))
     return parts
 
 

@@ -25,7 +25,7 @@ from vtasm.portability import SHIFT_MAX
 
 from .calibrate import Statistics, calibrate, exponent_for
 from .float_run import run_float  # noqa: F401  (the float network, where callers have always found it)
-from .network import Layer, Network
+from .network import Layer, LayerKind, Network
 
 MAX_SHIFT = SHIFT_MAX  # VTA's portable shift amounts (a tensor shift must stay in 0..15; isa.md section 7)
 
@@ -127,7 +127,7 @@ def quantise(net: Network, calibration: np.ndarray | None, method: str = "mse") 
                              "(QuantizeLinear/DequantizeLinear), so give calibration inputs (--calibrate data.npy)")
     ties = _Ties()
     for layer in net.layers:
-        if layer.kind in ("maxpool", "avgpool", "gap", "clip", "concat"):
+        if layer.kind in (LayerKind.MAXPOOL, LayerKind.AVGPOOL, LayerKind.GAP, LayerKind.CLIP, LayerKind.CONCAT):
             for t in layer.inputs:
                 ties.join(t, layer.output)
     shared: dict[str, int] = {}
@@ -140,7 +140,8 @@ def quantise(net: Network, calibration: np.ndarray | None, method: str = "mse") 
             producer = next((layer for layer in net.layers if t in layer.outputs), None)
             where = f"layer {producer.name} ({', '.join(producer.sources)})" if producer else f"tensor '{t}'"
             raise ModelError(f"{net.name}: {where}: its values (calibration range +-{ranges.get(t, 0):.3g}) need a "
-                             f"scale 2^{e}, outside the 2^-{EXP_LIMIT}..2^{EXP_LIMIT} a network file holds")
+                             f"scale 2^{e}, outside the 2^-{EXP_LIMIT}..2^{EXP_LIMIT} a network file holds",
+                             node=producer.sources[0] if producer and producer.sources else None)
     layers = [_quantise_layer(layer, exps, net.shapes, notes) for layer in net.layers]
     return QuantisedNetwork(net, layers, exps, ranges, notes)
 
@@ -158,7 +159,7 @@ def _quantise_layer(layer: Layer, exps: dict[str, int], shapes: dict[str, tuple[
     e_y = exps[layer.output]
     low, high = _bounds(layer, e_y)
     q = QLayer(layer, in_exps, e_y, low=low, high=high)
-    if layer.kind in ("conv", "dense"):
+    if layer.kind in (LayerKind.CONV, LayerKind.DENSE):
         _quantise_weights(q, notes)
         if layer.leaky:
             approx = sum(2.0**-k for k in layer.leaky)
@@ -166,14 +167,14 @@ def _quantise_layer(layer: Layer, exps: dict[str, int], shapes: dict[str, tuple[
                 terms = " + ".join(f"2^-{k}" for k in layer.leaky)
                 notes.append(f"layer {layer.name}: leaky slope {layer.alpha:g} as {terms} = {approx:.6g} "
                              f"({abs(approx / layer.alpha - 1):.2%} off)")
-    elif layer.kind == "add":
+    elif layer.kind == LayerKind.ADD:
         base = min(in_exps)
         q.left = [e - base for e in in_exps]
         q.shift = max(0, e_y - base)
         if e_y < base:
             notes.append(f"layer {layer.name}: output scale 2^{e_y} is finer than its inputs'; kept at 2^{base}")
             q.out_exp = base
-    elif layer.kind == "gap":
+    elif layer.kind == LayerKind.GAP:
         h, w = shapes[layer.inputs[0]][2:]
         multiplier, shift = average_multiplier(h * w)
         if multiplier != 1:

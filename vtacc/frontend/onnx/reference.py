@@ -13,6 +13,7 @@ from vtacc.frontend.check_builtins import average_multiplier
 from vtasim.host.step import run_host_step
 
 from .arrays import conv2d, windows
+from .network import LayerKind, unhandled
 from .partition import host_step, net_tensors, partition
 from .quantise import QLayer, QuantisedNetwork
 
@@ -51,8 +52,8 @@ def run_int8(qnet: QuantisedNetwork, x: np.ndarray) -> dict[str, np.ndarray]:
 def _layer(q: QLayer, ins: list[np.ndarray]) -> np.ndarray:
     layer = q.layer
     x = ins[0].astype(np.int64)
-    if q.kind in ("conv", "dense"):
-        if q.kind == "conv":
+    if q.kind in (LayerKind.CONV, LayerKind.DENSE):
+        if q.kind == LayerKind.CONV:
             acc = conv2d(x.astype(np.float64), q.weight.astype(np.float64), layer.stride, layer.pad, layer.groups)
         else:
             acc = x.reshape(x.shape[0], -1).astype(np.float64) @ q.weight.astype(np.float64).T
@@ -60,18 +61,20 @@ def _layer(q: QLayer, ins: list[np.ndarray]) -> np.ndarray:
         if layer.leaky:  # max(a, sum of a >> k): the slope on the accumulator, rounding constant included
             acc = np.maximum(acc, _wrap32(sum(acc >> k for k in layer.leaky)))
         return np.clip(acc >> _per_channel(q.shift, acc.ndim), q.low, q.high)
-    if q.kind == "maxpool":
+    if q.kind == LayerKind.MAXPOOL:
         return windows(x, layer.size, layer.stride, layer.pad, -128, layer.pad_end).max(axis=-1)
-    if q.kind == "avgpool":
+    if q.kind == LayerKind.AVGPOOL:
         area = layer.size * layer.size
         return windows(x, layer.size, layer.stride, layer.pad, 0, layer.pad_end).sum(axis=-1) >> (area.bit_length() - 1)
-    if q.kind == "gap":
+    if q.kind == LayerKind.GAP:
         multiplier, shift = average_multiplier(x.shape[2] * x.shape[3])
         return _wrap32(x.sum(axis=(2, 3), keepdims=True) * multiplier) >> shift
-    if q.kind == "add":
+    if q.kind == LayerKind.ADD:
         a, b = (v.astype(np.int64) << left for v, left in zip(ins, q.left, strict=True))
         rounding = (1 << (q.shift - 1)) if q.shift > 0 else 0
         return np.clip(_wrap32(a + b + rounding) >> q.shift, q.low, q.high)
-    if q.kind == "concat":
+    if q.kind == LayerKind.CONCAT:
         return np.concatenate(ins, axis=1)
-    return np.clip(x, q.low, q.high)  # clip
+    if q.kind == LayerKind.CLIP:
+        return np.clip(x, q.low, q.high)
+    raise unhandled(layer, "the int8 reference")
