@@ -37,9 +37,7 @@ from .test_reference_equivalence import assert_same
 
 
 def _through_pipeline(program):
-    machine = Machine(program)
-    machine.observe(lambda event: None)  # any observer needs the pipeline
-    return machine.run()
+    return Machine(program).run(through_pipeline=True)
 
 
 def _takes_the_in_order_run(program) -> bool:

@@ -66,10 +66,8 @@ U64 = (1 << 64) - 1
 
 def _outcome(program: Program, pipeline: bool, max_ops: int = DEFAULT_MAX_OPS):
     machine = Machine(program, max_ops)
-    if pipeline:
-        machine.observe(lambda event: None)  # any observer needs the pipeline
     try:
-        result = machine.run()
+        result = machine.run(through_pipeline=pipeline)
     except SimFault as exc:
         return ("fault", str(exc), exc.index), machine.state
     return ("ok", dict(result.counters), result.extras), machine.state

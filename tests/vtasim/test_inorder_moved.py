@@ -16,7 +16,7 @@ import random
 import numpy as np
 import pytest
 
-from vtasim.core.alu import _reduce, _strategy, _waves, carry_facts
+from vtasim.core.alu import _reduce, _waves, alu_strategy, carry_facts
 from vtasim.core.gemm import _gemm_layout, carry_layout
 from vtasim.core.inorder import InOrderRun
 from vtasim.core.loops import PlanCache, moved
@@ -175,14 +175,14 @@ def test_moved_facts_equal_facts_found_afresh():
         else:
             use_imm = trial % 4 == 1
             for op in (ADD, MIN, MUL):
-                _strategy(template, op, use_imm)
+                alu_strategy(template, op, use_imm)
             _waves(template, use_imm)
             _reduce(state, template, ADD, use_imm, 1)
             plan, fresh = moved(template, *by), moved(template, *by)
             op = (ADD, MIN, MUL, SHR, MAX)[trial % 5]
             carry_facts(template, plan, by[0], by[1], op)
             for checked in ((op,) if apart else (ADD, MIN, MUL)):
-                assert _strategy(plan, checked, use_imm) == _strategy(fresh, checked, use_imm)
+                assert alu_strategy(plan, checked, use_imm) == alu_strategy(fresh, checked, use_imm)
             if not apart:
                 assert _same(_waves(plan, use_imm), _waves(fresh, use_imm))
             _reduce(state, fresh, ADD, use_imm, 1)

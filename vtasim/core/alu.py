@@ -39,23 +39,24 @@ from vtasm.encoding import Instruction
 MIN, MAX, ADD, SHR, MUL = (isa.ALU_OPS[n] for n in ("min", "max", "add", "shr", "mul"))
 
 
+# The ALU operations of two operands as numpy ufuncs (SHR, whose operand's sign picks the direction, apart).
+TENSOR_UFUNCS = {MIN: np.minimum, MAX: np.maximum, ADD: np.add, MUL: np.multiply}
+
+
 def apply_op(op: int, a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
     """One ALU operation on int64 lanes (result not yet wrapped)."""
-    if op == MIN:
-        return np.minimum(a, b)
-    if op == MAX:
-        return np.maximum(a, b)
-    if op == ADD:
-        return a + b
-    if op == MUL:
-        return a * b
+    ufunc = TENSOR_UFUNCS.get(op)
+    if ufunc is not None:
+        return ufunc(a, b)
     shift = np.asarray(b, dtype=np.int64)
     right = np.right_shift(a, shift & 31)
     left = np.left_shift(a, (-shift) & 31)
     return np.where(shift >= 0, right, left)
 
 
-def _strategy(plan: LoopPlan, op: int, use_imm: bool) -> str:
+def alu_strategy(plan: LoopPlan, op: int, use_imm: bool) -> str:
+    """How the plan's executions can run and stay exact: "parallel" (all at once), "reduce" (folded per
+    destination) or "waves" (in hazard-free groups); kept on the plan."""
     key = ("alu", op, use_imm)
     found = plan.extra.get(key)
     if found is not None:
@@ -146,7 +147,7 @@ def _reduce(state: MachineState, plan: LoopPlan, op: int, use_imm: bool, imm: in
             new = apply_op(op, old, imm)
     else:
         vals = acc[plan.src[order]].astype(np.int64)
-        ufunc = {MIN: np.minimum, MAX: np.maximum, ADD: np.add, MUL: np.multiply}[op]
+        ufunc = TENSOR_UFUNCS[op]
         if op == MUL:  # keep products bounded: wrap each partial product to the lane width
             vals = vals.astype(acc.dtype)
             folded = np.multiply.reduceat(vals, starts, axis=0).astype(np.int64)
@@ -169,14 +170,14 @@ def run_alu(state: MachineState, index: int, insn: Instruction, plans: PlanCache
     use_imm = bool(insn["use_imm"])
     checks = [("acc dst", "dst", cfg.acc_depth)] + ([] if use_imm else [("acc src", "src", cfg.acc_depth)])
     for plan in checked_plans(state, index, insn, plans, checks):
-        _run(state, plan, op, use_imm, insn["imm"])
+        run_plan(state, plan, op, use_imm, insn["imm"])
     return n
 
 
-def _run(state: MachineState, plan: LoopPlan, op: int, use_imm: bool, imm: int) -> None:
+def run_plan(state: MachineState, plan: LoopPlan, op: int, use_imm: bool, imm: int) -> None:
     """The plan's executions, in order."""
     acc = state.acc
-    strategy = _strategy(plan, op, use_imm)
+    strategy = alu_strategy(plan, op, use_imm)
     if strategy == "reduce":
         _reduce(state, plan, op, use_imm, imm)
         return

@@ -231,9 +231,9 @@ def _gemm_layout(plan: LoopPlan, tile_lanes: int) -> dict:
     return layout
 
 
-def _exact_float(cfg, terms: int) -> type:
+def exact_float(cfg, terms: int) -> type:
     """float32 when sums of ``terms`` BLOCK_IN-long dot products stay below 2^24, else float64."""
-    return np.float32 if _product_bound(cfg, terms) < (1 << 24) else np.float64
+    return np.float32 if product_bound(cfg, terms) < (1 << 24) else np.float64
 
 
 def _add_to_acc(state: MachineState, dst: np.ndarray, prod: np.ndarray, bound: int) -> None:
@@ -245,7 +245,8 @@ def _add_to_acc(state: MachineState, dst: np.ndarray, prod: np.ndarray, bound: i
         acc[dst] = (acc[dst].astype(np.int64) + prod.astype(np.int64)).astype(acc.dtype)
 
 
-def _product_bound(cfg, terms: int) -> int:
+def product_bound(cfg, terms: int) -> int:
+    """The largest magnitude a sum of ``terms`` BLOCK_IN-long dot products of int inputs and weights reaches."""
     return terms * cfg.block_in << (cfg.inp_width + cfg.wgt_width - 2)
 
 
@@ -266,7 +267,7 @@ def _im2col_weights(state: MachineState, plan: LoopPlan, lay: dict, ftype: type)
 
 def _run_im2col(state: MachineState, plan: LoopPlan, lay: dict) -> None:
     cfg = state.cfg
-    bound = _product_bound(cfg, lay["taps"])
+    bound = product_bound(cfg, lay["taps"])
     ftype = np.float32 if bound < (1 << 24) else np.float64
     if lay["shared_src"] is not None:
         _run_shared_im2col(state, plan, lay, ftype, bound)
@@ -372,18 +373,18 @@ def run_gemm(state: MachineState, index: int, insn: Instruction, plans: PlanCach
         if insn["reset"]:
             state.acc[plan.dst] = 0
         else:
-            _accumulate(state, plan)
+            accumulate(state, plan)
     return n
 
 
-def _accumulate(state: MachineState, plan: LoopPlan) -> None:
+def accumulate(state: MachineState, plan: LoopPlan) -> None:
     """acc[dst] += inp[src] @ wgt[wgt]^T for every execution of the plan."""
     cfg = state.cfg
     lay = _gemm_layout(plan, cfg.block_in * cfg.block_out)
     if lay["kind"] == "im2col":
         _run_im2col(state, plan, lay)
         return
-    ftype = _exact_float(cfg, 1)
+    ftype = exact_float(cfg, 1)
     x = np.take(state.inp_as(ftype), lay["src"], axis=0)  # (K, B, BI) in weight-group order
     w = np.take(state.wgt, lay["weights"], axis=0).astype(ftype)  # (G, BO, BI)
     groups = lay["weights"].size
@@ -398,7 +399,7 @@ def _accumulate(state: MachineState, plan: LoopPlan) -> None:
             prod[lo * cfg.batch : hi * cfg.batch] = x[lo:hi].reshape(-1, cfg.block_in) @ w[g].T
     prod = prod.reshape(-1, cfg.batch, cfg.block_out)
     if lay["unique_dst"]:
-        _add_to_acc(state, lay["dst"], prod, _product_bound(cfg, 1))
+        _add_to_acc(state, lay["dst"], prod, product_bound(cfg, 1))
     else:
         sums = np.add.reduceat(np.take(prod.astype(np.int64), lay["by_dst"], axis=0), lay["dst_starts"], axis=0)
         _add_to_acc(state, lay["dst_unique_values"], sums, 1 << 62)

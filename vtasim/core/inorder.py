@@ -13,8 +13,7 @@ range, huge instructions run in chunks) goes through the units of
 memory.py, gemm.py and alu.py with the instruction itself, exactly as the
 pipeline would run it; faults are raised there.
 
-The profiler's counters depend only on the instruction fields, so they are
-summed over the whole stream before the run.
+The profiler's counters depend only on the instruction fields (counters.py).
 """
 
 from __future__ import annotations
@@ -23,8 +22,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from vtasim.core.alu import ADD, MAX, MIN, MUL, SHR, _run, _strategy, carry_facts, run_alu
-from vtasim.core.gemm import _accumulate, _exact_float, _product_bound, carry_layout, distinct_rows, run_gemm
+from vtasim.core.alu import SHR, TENSOR_UFUNCS, alu_strategy, carry_facts, run_alu, run_plan
+from vtasim.core.gemm import accumulate, carry_layout, distinct_rows, exact_float, product_bound, run_gemm
 from vtasim.core.loops import CACHE_LANES, LoopPlan, moved
 from vtasim.core.memory import run_load, run_store
 from vtasim.core.state import int_dtype
@@ -41,36 +40,7 @@ _LOOP = ("uop_bgn", "uop_end", "iter_out", "iter_in", "dst_factor_out", "dst_fac
          "src_factor_in")
 FIELDS = {LOAD: _MEM, STORE: _MEM, GEMM: ("reset", *_LOOP, "wgt_factor_out", "wgt_factor_in"),
           ALU: ("alu_opcode", "use_imm", "imm", *_LOOP)}
-_U64 = (1 << 64) - 1
 TEMPLATE_LANES = CACHE_LANES // 2  # the part of the plan budget that the templates of moved kernels may hold
-
-
-def _wrap32(values: np.ndarray) -> np.ndarray:
-    return ((values + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
-
-
-def counters(cols: StreamColumns) -> dict[str, int]:
-    """The reference profiler's counters for a run of the whole stream (as machine.Machine counts them)."""
-    cfg = cols.cfg
-    x, y, mem = cols.column("x_size"), cols.column("y_size"), cols.column("memory_type")
-    loads = cols.opcode == LOAD
-    size = {UOP: cfg.uop_elem_bytes, WGT: cfg.wgt_elem_bytes, INP: cfg.inp_elem_bytes, ACC: cfg.acc_elem_bytes,
-            ACC8: cfg.acc_elem_bytes}
-    out = {}
-    for key, types in (("inp_load_nbytes", (INP,)), ("wgt_load_nbytes", (WGT,)), ("acc_load_nbytes", (ACC, ACC8)),
-                       ("uop_load_nbytes", (UOP,))):
-        total = 0
-        for t in types:
-            rows = loads & (mem == t)
-            total += int((x[rows] * y[rows]).sum()) * size[t]
-        out[key] = total & _U64
-    stores = cols.opcode == STORE
-    out["out_store_nbytes"] = int((x[stores] * y[stores]).sum()) * cfg.out_elem_bytes & _U64
-    n = isa.counted_executions(cols)  # as the units count them: negative for a reversed range
-    counted = (cols.opcode == GEMM) & (cols.column("reset") == 0)
-    out["gemm_counter"] = int(_wrap32(n[counted]).sum()) & _U64
-    out["alu_counter"] = int(_wrap32(n[cols.opcode == ALU]).sum()) & _U64
-    return out
 
 
 def _rows(cols: StreamColumns, dram_size: int) -> tuple[list, list[list[int]]]:
@@ -150,20 +120,12 @@ def _affine_view(buf: np.ndarray, plan: LoopPlan, name: str, uops: np.ndarray,
 
 def _imm_op(op: int, imm: int) -> Callable[[np.ndarray], None] | None:
     """dst = op(dst, imm) in place on int32 lanes (wrapping as the hardware does), or None."""
-    if op == MIN:
-        return lambda d: np.minimum(d, imm, out=d)
-    if op == MAX:
-        return lambda d: np.maximum(d, imm, out=d)
-    if op == ADD:
-        return lambda d: np.add(d, imm, out=d)
-    if op == MUL:
-        return lambda d: np.multiply(d, imm, out=d)
+    ufunc = TENSOR_UFUNCS.get(op)
+    if ufunc is not None:
+        return lambda d: ufunc(d, imm, out=d)
     if imm >= 0:
         return lambda d: np.right_shift(d, imm & 31, out=d)
     return lambda d: np.left_shift(d, -imm & 31, out=d)
-
-
-_TENSOR_OPS = {MIN: np.minimum, MAX: np.maximum, ADD: np.add, MUL: np.multiply}
 
 
 class InOrderRun:
@@ -352,14 +314,14 @@ class InOrderRun:
                 return lambda: view.fill(0)
             dst = plan.dst
             return lambda: state.acc.__setitem__(dst, 0)
-        return self._gemm_one_weight(plan, r) or (lambda: _accumulate(state, plan))
+        return self._gemm_one_weight(plan, r) or (lambda: accumulate(state, plan))
 
     def _gemm_one_weight(self, plan: LoopPlan, r: list[int]) -> Callable[[], None] | None:
         """acc[dst] += inp[src] @ W^T as one product of strided views, when every execution uses the
         same weight tile and walks inp and acc with constant steps to distinct accumulators."""
         state = self.state
         cfg = state.cfg
-        bound = _product_bound(cfg, 1)
+        bound = product_bound(cfg, 1)
         pattern = plan.unmoved()  # the same weights and repeats as the plan's own indices
         if not self.int32_acc or bound >= 1 << 31 or pattern.wgt.size == 0 or (pattern.wgt != pattern.wgt[0]).any():
             return None
@@ -370,7 +332,7 @@ class InOrderRun:
         src = _affine_view(state.inp, plan, "src", state.uop_src[r[1] : r[2]], r[7], r[8])
         if dst is None or src is None:
             return None
-        ftype = _exact_float(cfg, 1)
+        ftype = exact_float(cfg, 1)
         tile = plan.first("wgt")
         weights: list = [-1, None, 0]  # (weight generation, W^T as floats, +1/-1 when W is +-identity else 0)
 
@@ -394,9 +356,9 @@ class InOrderRun:
         op, use_imm, imm = r[0], bool(r[1]), r[2]
 
         def generic() -> None:
-            _run(state, plan, op, use_imm, imm)
+            run_plan(state, plan, op, use_imm, imm)
 
-        if not self.int32_acc or _strategy(plan, op, use_imm) != "parallel":
+        if not self.int32_acc or alu_strategy(plan, op, use_imm) != "parallel":
             return generic
         dst = _affine_view(state.acc, plan, "dst", state.uop_dst[r[3] : r[4]], r[7], r[8])
         if dst is None:
@@ -407,7 +369,7 @@ class InOrderRun:
         src = _affine_view(state.acc, plan, "src", state.uop_src[r[3] : r[4]], r[9], r[10])
         if src is None or op == SHR:
             return generic
-        ufunc = _TENSOR_OPS[op]
+        ufunc = TENSOR_UFUNCS[op]
         return lambda: ufunc(dst, src, out=dst)
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from functools import cached_property
 
 from vtasim.core.alu import run_alu
+from vtasim.core.counters import COUNTERS, counters
 from vtasim.core.faults import fault
 from vtasim.core.gemm import run_gemm
-from vtasim.core.inorder import InOrderRun, counters
+from vtasim.core.inorder import InOrderRun
 from vtasim.core.loops import PlanCache
 from vtasim.core.memory import run_load, run_store
 from vtasim.core.order import in_order
@@ -20,29 +20,6 @@ from vtasm.columns import stream_columns
 from vtasm.encoding import Instruction
 from vtasm.locate import executable
 from vtasm.program import Program
-
-COUNTERS = (
-    "inp_load_nbytes",
-    "wgt_load_nbytes",
-    "acc_load_nbytes",
-    "uop_load_nbytes",
-    "out_store_nbytes",
-    "gemm_counter",
-    "alu_counter",
-)
-_LOAD_COUNTER = {
-    isa.MEM_TYPES["inp"]: "inp_load_nbytes",
-    isa.MEM_TYPES["wgt"]: "wgt_load_nbytes",
-    isa.MEM_TYPES["acc"]: "acc_load_nbytes",
-    isa.MEM_TYPES["acc8"]: "acc_load_nbytes",
-    isa.MEM_TYPES["uop"]: "uop_load_nbytes",
-}
-_U64 = (1 << 64) - 1
-
-
-def _wrap_int32(value: int) -> int:
-    value &= 0xFFFFFFFF
-    return value - (1 << 32) if value & 0x80000000 else value
 
 
 @dataclass
@@ -66,62 +43,56 @@ class Machine:
     def __init__(self, program: Program, max_ops: int = DEFAULT_MAX_OPS):
         self.program = program
         self.state = new_state(program)
-        self.counters = {k: 0 for k in COUNTERS}
         self.plans = PlanCache()
         self.max_ops = max_ops
+        self._pipeline: Pipeline | None = None
 
-    @cached_property
+    @property
     def pipeline(self) -> Pipeline:
         """The three stages with their token queues (built when a run needs them, or an observer)."""
-        runnable = dataclasses.replace(self.program, instructions=[executable(i) for i in self.program.instructions])
-        return Pipeline(runnable, self._execute, self.max_ops)
+        if self._pipeline is None:
+            runnable = dataclasses.replace(self.program,
+                                           instructions=[executable(i) for i in self.program.instructions])
+            self._pipeline = Pipeline(runnable, self._execute, self.max_ops)
+        return self._pipeline
 
     def observe(self, observer: Observer) -> None:
+        """Watch every step (traces, checks): the run goes through the pipeline, which reports them."""
         self.pipeline.observers.append(observer)
-
-    def _count(self, key: str, value: int) -> None:
-        self.counters[key] = (self.counters[key] + value) & _U64
 
     def _execute(self, index: int, insn: Instruction) -> int:
         kind = insn.kind
         state = self.state
         if kind == "load":
-            nbytes = run_load(state, index, insn)
-            if nbytes:
-                self._count(_LOAD_COUNTER[insn["memory_type"]], nbytes)
+            run_load(state, index, insn)
             return 0
         if kind == "store":
-            self._count("out_store_nbytes", run_store(state, index, insn))
+            run_store(state, index, insn)
             return 0
         if kind == "gemm":
-            n = run_gemm(state, index, insn, self.plans)
-            if not insn["reset"]:
-                self._count("gemm_counter", _wrap_int32(n))
-            return max(n, 0)
+            return max(run_gemm(state, index, insn, self.plans), 0)
         if kind == "alu":
-            n = run_alu(state, index, insn, self.plans)
-            self._count("alu_counter", _wrap_int32(n))
-            return max(n, 0)
+            return max(run_alu(state, index, insn, self.plans), 0)
         raise fault(index, insn, f"unknown opcode {insn.opcode}")
 
-    def run(self) -> RunResult:
+    def run(self, *, through_pipeline: bool = False) -> RunResult:
         """Run to FINISH; raises SimFault on any fault.
 
-        A program that the pipeline would run in program order, watched by no
-        observer, runs without it (schedule.py, inorder.py): same results,
-        same counters, same faults.
+        A program that the pipeline would run in program order runs without it
+        (order.py, inorder.py: same results, same counters, same faults) unless
+        an observer watches the steps or ``through_pipeline`` asks for the
+        pipeline. The counters come from the stream either way (counters.py).
         """
-        if "pipeline" not in self.__dict__:
-            cols = stream_columns(self.program.instructions, self.program.config)
+        cols = stream_columns(self.program.instructions, self.program.config)
+        if self._pipeline is None and not through_pipeline:
             order = in_order(cols, self.max_ops)
             if order is not None:
                 InOrderRun(self, cols).run()
-                self.counters = counters(cols)
-                return RunResult(self.state, dict(self.counters), _extras(order.stage_counts, order.ops_used,
-                                                                          order.max_depth))
-        self.pipeline.run()
+                return RunResult(self.state, counters(cols), _extras(order.stage_counts, order.ops_used,
+                                                                     order.max_depth))
         p = self.pipeline
-        return RunResult(self.state, dict(self.counters), _extras(p.stage_counts, p.ops_used, p.max_depth))
+        p.run()
+        return RunResult(self.state, counters(cols), _extras(p.stage_counts, p.ops_used, p.max_depth))
 
 
 def _extras(stage_counts: dict[str, int], ops_used: int, max_depth: dict[str, int]) -> dict:
