@@ -1,6 +1,6 @@
 """Running a program that runs in program order, straight from its columns.
 
-When schedule.in_order says the pipeline would run the program in program
+When order.in_order says the pipeline would run the program in program
 order, nothing needs scheduling: this loop walks the stream once. Each
 instruction's fields come from the decoded columns as one short list (no
 Instruction objects), loads and stores of whole tiles are slices of DRAM and
@@ -24,13 +24,14 @@ import numpy as np
 
 from vtasim.core.alu import SHR, TENSOR_UFUNCS, alu_strategy, carry_facts, run_alu, run_plan
 from vtasim.core.gemm import accumulate, carry_layout, distinct_rows, exact_float, product_bound, run_gemm
-from vtasim.core.loops import CACHE_LANES, LoopPlan, moved
+from vtasim.core.loops import CACHE_LANES, LoopPlan, PlanCache, moved
 from vtasim.core.memory import run_load, run_store
-from vtasim.core.state import int_dtype
+from vtasim.core.state import MachineState, int_dtype
 from vtasim.core.views import rows, strided
 from vtasm import isa
 from vtasm.columns import StreamColumns
 from vtasm.locate import executable
+from vtasm.program import Program
 
 LOAD, STORE, GEMM, ALU, FINISH = (isa.OPCODES[k] for k in ("load", "store", "gemm", "alu", "finish"))
 UOP, WGT, INP, ACC, OUT, ACC8 = (isa.MEM_TYPES[n] for n in ("uop", "wgt", "inp", "acc", "out", "acc8"))
@@ -131,9 +132,10 @@ def _imm_op(op: int, imm: int) -> Callable[[np.ndarray], None] | None:
 class InOrderRun:
     """One run of a machine's program in program order (see the module docstring)."""
 
-    def __init__(self, machine, cols: StreamColumns):
-        self.machine = machine
-        self.state = machine.state
+    def __init__(self, program: Program, state: MachineState, plans: PlanCache, cols: StreamColumns):
+        self.program = program
+        self.plans = plans
+        self.state = state
         self.cols = cols
         self.prepared: dict[tuple, Callable[[], None]] = {}  # by micro-op generation and fields: a quick key
         self.by_content: dict[tuple, Callable[[], None]] = {}  # by the kernel's micro-op words and fields
@@ -151,7 +153,7 @@ class InOrderRun:
 
     def insn(self, i: int):
         """The instruction itself, as the units take it (built only for what needs it)."""
-        return executable(self.machine.program.instructions[i])
+        return executable(self.program.instructions[i])
 
     def run(self) -> None:
         ops = self.cols.opcode.tolist()
@@ -233,7 +235,7 @@ class InOrderRun:
     def _prepare_now(self, i: int, op: int, r: list[int],
                      placed: tuple[tuple, tuple[int, int, int]] | None) -> Callable[[], None] | None:
         """Run the instruction through its unit; return what runs its kernel from then on (None: not kept)."""
-        state, plans = self.state, self.machine.plans
+        state, plans = self.state, self.plans
         insn = self.insn(i)
         unit = run_gemm if op == GEMM else run_alu
         unit(state, i, insn, plans)

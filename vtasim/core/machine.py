@@ -87,7 +87,7 @@ class Machine:
         if self._pipeline is None and not through_pipeline:
             order = in_order(cols, self.max_ops)
             if order is not None:
-                InOrderRun(self, cols).run()
+                InOrderRun(self.program, self.state, self.plans, cols).run()
                 return RunResult(self.state, counters(cols), _extras(order.stage_counts, order.ops_used,
                                                                      order.max_depth))
         p = self.pipeline
