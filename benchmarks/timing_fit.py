@@ -1,6 +1,6 @@
 """Fit a profile's free costs to RTL measurements by coordinate search, and check them on held-out programs.
 
-    python benchmarks/timing_fit.py --profile hls --held-out      # the keys the hls profile marks "fitted"
+    python benchmarks/timing_fit.py --profile hls --held-out      # the keys FITTED lists for hls
     python benchmarks/timing_fit.py --profile my.toml --keys dma.inp_fixed,gemm.fixed
 
 Each key is searched over small integers (``--span``: every value from 0 to the current value plus the
@@ -61,20 +61,18 @@ def errors(cases: list[Case], profile: Profile) -> list[float]:
     return [e for part in _POOL.map(_errors_of, jobs) for e in part]
 
 
-OBJECTIVE = "mean"
-
-
-def score(cases: list[Case], profile: Profile) -> tuple[float, float]:
-    """What the search lowers: the mean |error| then the largest (``--objective max``: the other way round)."""
+def score(cases: list[Case], profile: Profile, objective: str = "mean") -> tuple[float, float]:
+    """What the search lowers: the mean |error| then the largest (objective "max": the other way round)."""
     errs = errors(cases, profile)
     mean, worst = statistics.fmean(errs), max(errs)
-    return (worst, mean) if OBJECTIVE == "max" else (mean, worst)
+    return (worst, mean) if objective == "max" else (mean, worst)
 
 
-def fit(cases: list[Case], profile: Profile, keys: list[str], span: int, verbose: bool) -> Profile:
+def fit(cases: list[Case], profile: Profile, keys: list[str], span: int, verbose: bool,
+        objective: str = "mean") -> Profile:
     """Coordinate search over the keys' integer values on the cases."""
     attrs = [parse_override(f"{k}=0")[0] for k in keys]
-    best = score(cases, profile)
+    best = score(cases, profile, objective)
     moved = True
     while moved:
         moved = False
@@ -87,11 +85,11 @@ def fit(cases: list[Case], profile: Profile, keys: list[str], span: int, verbose
                     trial = with_overrides(profile, {attr: value})
                 except Exception:  # a value the profile refuses (e.g. below its minimum)
                     continue
-                s = score(cases, trial)
+                s = score(cases, trial, objective)
                 if s < best:
                     best, profile, moved = s, trial, True
             if verbose and getattr(profile, attr) != current:
-                print(f"  {key} {current} -> {getattr(profile, attr)}: {OBJECTIVE} first, "
+                print(f"  {key} {current} -> {getattr(profile, attr)}: {objective} first, "
                       f"{100 * best[0]:.2f}% and {100 * best[1]:.2f}%", file=sys.stderr)
     return profile
 
@@ -114,8 +112,6 @@ def main() -> None:
                         help="lower the mean |error| first (default) or the largest")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args()
-    global OBJECTIVE
-    OBJECTIVE = args.objective
     profile = load_profile(args.profile)
     cases = load_cases(args.dir, MEASURED.get(profile.name, "cycles.json"))
     if args.keys is None and profile.name not in FITTED:
@@ -128,10 +124,10 @@ def main() -> None:
     if args.held_out:
         halves = (cases[0::2], cases[1::2])
         for k, (train, test) in enumerate((halves, halves[::-1])):
-            fitted = fit(train, profile, keys, args.span, not args.quiet)
+            fitted = fit(train, profile, keys, args.span, not args.quiet, args.objective)
             print(summary(f"fitted on half {k + 1}, on it", errors(train, fitted)))
             print(summary(f"fitted on half {k + 1}, held out", errors(test, fitted)))
-    fitted = fit(cases, profile, keys, args.span, not args.quiet)
+    fitted = fit(cases, profile, keys, args.span, not args.quiet, args.objective)
     print(summary("fitted on all", errors(cases, fitted)))
     print(" ".join(f"--set {k}={getattr(fitted, parse_override(f'{k}=0')[0])}" for k in keys))
 

@@ -35,10 +35,11 @@ if not __package__:  # run as a script: make the repository root importable
 
 from examples.zoo.build import image_input  # noqa: E402
 from examples.zoo.networks import NETWORKS, build  # noqa: E402
+from vtasim.timing.names import BUILTIN  # noqa: E402
 
 SMALL = {"resnet50": 32, "mobilenetv2": 32, "squeezenet1_1": 32, "shufflenet_v2": 32, "densenet121": 32,
          "googlenet": 64, "vgg16": 32, "alexnet": 67, "yolov3_tiny": 64}
-PROFILES = ("chisel-2019", "chisel-2021", "hls")
+PROFILES = BUILTIN  # every measured design
 BIN = Path(sys.executable).parent
 
 

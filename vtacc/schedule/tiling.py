@@ -182,12 +182,6 @@ def _evaluate(t: Tiling, pr: Problem, needs: Needs, cfg: VTAConfig, gemm: bool, 
                   cycles, {"inp": inp, "wgt": wgt, "acc": acc})
 
 
-def _compulsory_split(pr: Problem, needs: Needs, cfg: VTAConfig, gemm: bool, pool: bool,
-                      extra_bytes: int) -> tuple[int, int]:
-    reads, out, _ = _compulsory_parts(pr, needs, cfg, gemm, pool, extra_bytes)
-    return reads, out
-
-
 def _compulsory_parts(pr: Problem, needs: Needs, cfg: VTAConfig, gemm: bool, pool: bool,
                       extra_bytes: int) -> tuple[int, int, int]:
     """(bytes read, bytes written, of the reads the weights' bytes)."""

@@ -5,11 +5,11 @@ the instructions one per cycle into the three module queues. Load, compute
 and store each run their queue in order: an instruction starts when it is in
 the queue, the module is free and every token it pops has been pushed; DMA
 instructions then issue their bursts to the shared memory engine, which
-serves read clients by fixed priority (fetch, micro-op, input, weight,
-accumulator) with a bounded number of reads in flight, and writes on their
-own channel. The result is, for every instruction, the cycle it starts and
-ends and how long it waited for tokens and for memory, plus every memory
-transfer. Nothing here looks at data: timing depends on the instructions only.
+serves read clients by the profile's fixed priority (memory.read_priority)
+with a bounded number of reads in flight, and writes on their own channel.
+The result is, for every instruction, the cycle it starts and ends and how
+long it waited for tokens and for memory, plus every memory transfer. Nothing
+here looks at data: timing depends on the instructions only.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ class _Engine:
         self.fetches: list[tuple[int, int, int, int]] = []
         self.finish: int | None = None
         # read port
-        self.rd_pending: list[tuple[int, int, int, int, Generator, int]] = []  # (rank, t_req, seq, beats, gen, client)
+        self.rd_pending: list[tuple[int, int, int, int, Generator]] = []  # (rank, t_req, seq, beats, gen)
         self.rank = [profile.read_priority.index(name) for name in CLIENTS]  # the arbiter's order of the clients
         self.rd_inflight: deque[int] = deque()  # cycle each outstanding read frees its slot, in order
         self.rd_next_cmd = 0
@@ -124,11 +124,11 @@ class _Engine:
                 return
             if op == "read":
                 _, t, client, beats = cmd
-                value = self._try_read(t, beats, client)
+                value = self._try_read(t, beats)
                 if value is not None:
                     continue
                 self.seq += 1
-                self.rd_pending.append((self.rank[client], t, self.seq, beats, gen, client))
+                self.rd_pending.append((self.rank[client], t, self.seq, beats, gen))
                 self._read_decision(max(t, self._read_free()))
                 return
             _, t, beats, busy = cmd
@@ -139,11 +139,11 @@ class _Engine:
             self._write_decision(max(t, self.wr_free))
             return
 
-    def _try_read(self, t: int, beats: int, client: int) -> tuple[int, int, int] | None:
+    def _try_read(self, t: int, beats: int) -> tuple[int, int, int] | None:
         """Grant a read at once when no other client can ask before it (else None: queue it)."""
         accept = max(t, self._read_free())
         if not self.rd_pending and (not self.heap or self.heap[0][0] > accept):
-            return self._grant_read(accept, beats, client)
+            return self._grant_read(accept, beats)
         return None
 
     def _try_write(self, t: int, busy: int) -> tuple[int, int, int, int] | None:
@@ -195,12 +195,12 @@ class _Engine:
             return
         req = min(eligible)
         self.rd_pending.remove(req)
-        _, _, _, beats, gen, client = req
-        self._at(t, gen, self._grant_read(t, beats, client))
+        _, _, _, beats, gen = req
+        self._at(t, gen, self._grant_read(t, beats))
         if self.rd_pending:
             self._read_decision(max(self._read_free(), min(r[1] for r in self.rd_pending)))
 
-    def _grant_read(self, t: int, beats: int, client: int) -> tuple[int, int, int]:
+    def _grant_read(self, t: int, beats: int) -> tuple[int, int, int]:
         p = self.p
         first = max(t + p.read_setup + p.latency, self.rd_data_free)
         last = first + beats - 1
@@ -291,7 +291,7 @@ class _Engine:
                         t = max(t, last + 1 + p.row_setup)
                     if len(inflight) >= p.client_reads_in_flight:
                         t = max(t, inflight.popleft() + 1)
-                    grant = self._try_read(t, beats, w.client)
+                    grant = self._try_read(t, beats)
                     if grant is None:
                         grant = yield ("read", t, w.client, beats)
                     accept, first, last = grant

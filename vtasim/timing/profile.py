@@ -50,8 +50,8 @@ class Profile:
     read_priority: tuple[str, ...]  # the read clients in the arbiter's order, first served first
     write_command_beats: int  # beats a store sends before it waits for the answers (each row a command or more)
     wgt_beat_cycles: int  # cycles the weight load takes per beat (the HLS bank's read-modify-write: 2)
-    row_setup: int  # input and accumulator loads: 0, rows overlap; else cycles from a row's last beat to the
-    # next row's request (the HLS load core moves one row at a time)
+    row_setup: int  # loads but micro-op ones: 0, rows overlap; else cycles from a row's last beat to the
+    # next row's request (the HLS cores move one row at a time)
     # DMA instructions: cycles each LOAD or STORE of a memory type spends before its first request
     # (decoding, address arithmetic: the HLS cores' per-call costs), and the micro-op port's width
     dma_uop_fixed: int
