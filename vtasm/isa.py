@@ -314,6 +314,11 @@ def stage_of(opcode: int, memory_type: int = 0) -> str:
 
 def elem_bytes(cfg: VTAConfig, memory_type: int) -> int | None:
     """Bytes of one DRAM element of a memory type (None for an unknown type)."""
+    return _elem_table(cfg).get(memory_type)
+
+
+@lru_cache(maxsize=16)
+def _elem_table(cfg: VTAConfig) -> dict[int, int]:
     return {
         MEM_TYPES["uop"]: cfg.uop_elem_bytes,
         MEM_TYPES["wgt"]: cfg.wgt_elem_bytes,
@@ -321,4 +326,4 @@ def elem_bytes(cfg: VTAConfig, memory_type: int) -> int | None:
         MEM_TYPES["acc"]: cfg.acc_elem_bytes,
         MEM_TYPES["out"]: cfg.out_elem_bytes,
         MEM_TYPES["acc8"]: cfg.acc8_elem_bytes,
-    }.get(memory_type)
+    }

@@ -59,12 +59,17 @@ class Work:
     variant: bool = False  # EXEC: a GEMM reset, or an ALU operation with an immediate
 
 
+# Per module: the (flag, queue index) pairs it may pop and push, the previous stage's side first.
+_SIDES = [tuple(tuple((k, _QUEUE_INDEX[table[k]]) for k in flags if table[k])
+                for flags in (("pop_prev", "pop_next"), ("push_prev", "push_next")))
+          for table in (isa.STAGE_QUEUES[m] for m in MODULES)]
+
+
 def _tokens(insn: Instruction, module: int) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """The queues (indices into QUEUES) an instruction pops and pushes, the previous stage's side first."""
-    f, table = insn.fields, isa.STAGE_QUEUES[MODULES[module]]
-    pops = tuple(_QUEUE_INDEX[table[k]] for k in ("pop_prev", "pop_next") if f.get(k) and table[k])
-    pushes = tuple(_QUEUE_INDEX[table[k]] for k in ("push_prev", "push_next") if f.get(k) and table[k])
-    return pops, pushes
+    f = insn.fields
+    pops, pushes = _SIDES[module]
+    return tuple([q for k, q in pops if f.get(k)]), tuple([q for k, q in pushes if f.get(k)])
 
 
 def _split(beats: int, profile: Profile, addr: int) -> list[int]:
