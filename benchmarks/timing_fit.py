@@ -1,6 +1,6 @@
 """Fit a profile's free costs to RTL measurements by coordinate search, and check them on held-out programs.
 
-    python benchmarks/timing_fit.py --profile hls --held-out      # the keys FITTED lists for hls
+    python benchmarks/timing_fit.py --profile hls --held-out      # the keys hls.toml lists in `fitted`
     python benchmarks/timing_fit.py --profile my.toml --keys dma.inp_fixed,gemm.fixed
 
 Each key is searched over small integers (``--span``: every value from 0 to the current value plus the
@@ -27,14 +27,6 @@ from vtasim.timing.profile import Profile, load_profile, parse_override, with_ov
 from vtasim.timing.validate import Case, compare, load_cases  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-
-_COMMON = ("dma.uop_fixed,dma.inp_fixed,dma.wgt_fixed,dma.acc_fixed,dma.out_fixed,gemm.fixed,alu.fixed,"
-           "memory.write_response,memory.write_setup,memory.read_setup,modules.insn_gap,fetch.start,"
-           "modules.finish_cycles,modules.token_latency,modules.sync_cycles")
-# The keys each built-in profile's values were fitted on (the rest are measured or the design's parameters).
-FITTED = {"hls": _COMMON + ",memory.row_setup",
-          "chisel-2021": _COMMON + ",fetch.gap,gemm.drain,alu.drain,memory.store_bubble"}
-
 
 _CASES: list[Case] = []
 _POOL = None
@@ -104,7 +96,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profile", default="hls")
     parser.add_argument("--keys", help="comma-separated section.key names to fit (default: the built-in "
-                                           "profile's fitted keys)")
+                                           "profile's `fitted` list)")
     parser.add_argument("--span", type=int, default=10, help="values tried above each key's current value")
     parser.add_argument("--held-out", action="store_true", help="fit on half of the programs, check the rest")
     parser.add_argument("--dir", default=str(Path(os.environ.get("VTA_SHARED", REPO.parent / "shared")) / "timing"))
@@ -114,9 +106,9 @@ def main() -> None:
     args = parser.parse_args()
     profile = load_profile(args.profile)
     cases = load_cases(args.dir, MEASURED.get(profile.name, "cycles.json"))
-    if args.keys is None and profile.name not in FITTED:
+    if args.keys is None and not profile.fitted:
         parser.error(f"--keys is needed: {profile.name} has no list of fitted keys")
-    keys = [k.strip() for k in (args.keys or FITTED[profile.name]).split(",") if k.strip()]
+    keys = [k.strip() for k in args.keys.split(",") if k.strip()] if args.keys else list(profile.fitted)
     global _POOL
     _POOL = multiprocessing.get_context("fork").Pool(os.cpu_count(), _init, (cases,))
     _init(cases)

@@ -317,6 +317,16 @@ def elem_bytes(cfg: VTAConfig, memory_type: int) -> int | None:
     return _elem_table(cfg).get(memory_type)
 
 
+def load_depth(cfg: VTAConfig, memory_type: int) -> int:
+    """Elements in the on-chip buffer a LOAD of this memory type writes (LOAD_BUFFER)."""
+    return _depth_table(cfg)[memory_type]
+
+
+@lru_cache(maxsize=16)
+def _depth_table(cfg: VTAConfig) -> dict[int, int]:
+    return {t: getattr(cfg, f"{buffer}_depth") for t, buffer in LOAD_BUFFER.items()}
+
+
 @lru_cache(maxsize=16)
 def _elem_table(cfg: VTAConfig) -> dict[int, int]:
     return {

@@ -163,6 +163,9 @@ def test_profile_file_errors(tmp_path):
     text.write_text(base.replace("[alu]", "[alu"))
     with pytest.raises(ConfigError, match="invalid TOML"):
         load_profile(str(text))
+    text.write_text(base.replace("clock_mhz", 'fitted = ["gemm.fixed", "gemm.speed"]\nclock_mhz'))
+    with pytest.raises(ConfigError, match=r"fitted must list profile keys .*gemm.speed"):
+        load_profile(str(text))
     with pytest.raises(ConfigError, match="no such profile"):
         load_profile(str(tmp_path / "missing.toml"))
 
@@ -181,3 +184,14 @@ def test_overrides():
     with pytest.raises(ConfigError, match="must be at least 1"):
         with_overrides(load_profile(), {"bus_bytes": 0})
     assert with_overrides(load_profile(), {"clock_mhz": 200}).clock_mhz == 200.0
+
+
+def test_the_fitted_keys_are_declared_in_the_profiles_and_name_real_keys():
+    """The keys a profile's values were fitted on are data in its file (timing_fit.py's default)."""
+    from vtasim.timing.profile import profile_keys
+
+    assert load_profile("chisel-2019").fitted == ()
+    for name in ("hls", "chisel-2021"):
+        fitted = load_profile(name).fitted
+        assert "gemm.fixed" in fitted and set(fitted) <= set(profile_keys())
+    assert "memory.row_setup" in load_profile("hls").fitted

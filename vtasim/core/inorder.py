@@ -18,6 +18,7 @@ The profiler's counters depend only on the instruction fields (counters.py).
 
 from __future__ import annotations
 
+from collections import namedtuple
 from collections.abc import Callable
 
 import numpy as np
@@ -25,7 +26,7 @@ import numpy as np
 from vtasim.core.alu import SHR, TENSOR_UFUNCS, alu_strategy, carry_facts, run_alu, run_plan
 from vtasim.core.gemm import accumulate, carry_layout, distinct_rows, exact_float, product_bound, run_gemm
 from vtasim.core.loops import CACHE_LANES, LoopPlan, PlanCache, moved
-from vtasim.core.memory import run_load, run_store
+from vtasim.core.memory import dram_fits, run_load, run_store, sram_fits
 from vtasim.core.state import MachineState, int_dtype
 from vtasim.core.views import rows, strided
 from vtasm import isa
@@ -35,30 +36,37 @@ from vtasm.program import Program
 
 LOAD, STORE, GEMM, ALU, FINISH = (isa.OPCODES[k] for k in ("load", "store", "gemm", "alu", "finish"))
 UOP, WGT, INP, ACC, OUT, ACC8 = (isa.MEM_TYPES[n] for n in ("uop", "wgt", "inp", "acc", "out", "acc8"))
-_MEM = ("memory_type", "sram_base", "dram_base", "y_size", "x_size", "x_stride", "y_pad_0", "y_pad_1",
-        "x_pad_0", "x_pad_1")
-_LOOP = ("uop_bgn", "uop_end", "iter_out", "iter_in", "dst_factor_out", "dst_factor_in", "src_factor_out",
-         "src_factor_in")
-FIELDS = {LOAD: _MEM, STORE: _MEM, GEMM: ("reset", *_LOOP, "wgt_factor_out", "wgt_factor_in"),
-          ALU: ("alu_opcode", "use_imm", "imm", *_LOOP)}
+
+
+def _operands(kind: str) -> tuple[str, ...]:
+    """The fields of an instruction kind after the opcode and dependency flags, in the ISA's order."""
+    return tuple(f.name for f in isa.KINDS[kind].fields[len(isa.HEAD):])
+
+
+DMA_FIELDS = _operands("load")
+GemmKernel = namedtuple("GemmKernel", _operands("gemm"))  # a GEMM's fields: what its kernel does
+AluKernel = namedtuple("AluKernel", _operands("alu"))
+KERNELS = {GEMM: GemmKernel, ALU: AluKernel}
 TEMPLATE_LANES = CACHE_LANES // 2  # the part of the plan budget that the templates of moved kernels may hold
 
 
-def _rows(cols: StreamColumns, dram_size: int) -> tuple[list, list[list[int]]]:
+def _rows(cols: StreamColumns, dram_size: int) -> tuple[list, list]:
     """Per instruction: a LOAD's or STORE's DMA entry (_load_entries, _store_entries) as Python ints; a
-    GEMM's or ALU's kernel number, an index into the second list, which holds each distinct kernel's fields once."""
+    GEMM's or ALU's kernel number, an index into the second list, which holds each distinct kernel once
+    (a GemmKernel or AluKernel)."""
     rows: list = [None] * len(cols)
-    kernels: list[list[int]] = []
-    for op, names in FIELDS.items():
+    kernels: list = []
+    for op in (LOAD, STORE, GEMM, ALU):
         index = np.flatnonzero(cols.opcode == op)
         if not index.size:
             continue
+        kernel = KERNELS.get(op)
+        names = kernel._fields if kernel else DMA_FIELDS
         values = np.stack([cols.column(name)[index] for name in names], axis=1)
-        if op in (GEMM, ALU):
+        if kernel:
             first, which = distinct_rows(values)
-            distinct = values[first]
             numbers = (which + len(kernels)).tolist()
-            kernels += distinct.tolist()
+            kernels += [kernel(*fields) for fields in values[first].tolist()]
         else:
             numbers = (_load_entries if op == LOAD else _store_entries)(values, cols.cfg, dram_size).tolist()
         for i, row in zip(index.tolist(), numbers, strict=True):
@@ -74,17 +82,18 @@ UNIT, CONTIGUOUS, ROWS, PADDED = range(4)
 def _load_entries(v: np.ndarray, cfg, dram_size: int) -> np.ndarray:
     """Every LOAD as (how, memory type, buffer byte start, end, DRAM byte base, rows, row bytes, DRAM step,
     tile rows, tile row bytes, first padded row, first byte in a padded row), worked out for all at once."""
-    mtype, sram, dram_base, ys, xs, stride, yp0, yp1, xp0, xp1 = v.T
+    f = dict(zip(DMA_FIELDS, v.T, strict=True))
+    mtype, sram, ys, xs = f["memory_type"], f["sram_base"], f["y_size"], f["x_size"]
+    yp0, xp0 = f["y_pad_0"], f["x_pad_0"]
     elem = np.zeros_like(mtype)
     depth = np.zeros_like(mtype)
-    for t, e, d in ((INP, cfg.inp_elem_bytes, cfg.inp_depth), (WGT, cfg.wgt_elem_bytes, cfg.wgt_depth),
-                    (ACC, cfg.acc_elem_bytes, cfg.acc_depth)):
-        elem[mtype == t], depth[mtype == t] = e, d
-    ytot, xtot = yp0 + ys + yp1, xp0 + xs + xp1
+    for t in (INP, WGT, ACC):  # the rest (micro-ops, ACC_8BIT, unknown types) go through the unit
+        elem[mtype == t], depth[mtype == t] = isa.elem_bytes(cfg, t), isa.load_depth(cfg, t)
+    ytot, xtot = yp0 + ys + f["y_pad_1"], xp0 + xs + f["x_pad_1"]
     end = sram + xtot * ytot
-    base, row, step = dram_base * elem, xs * elem, stride * elem
-    fits = (elem > 0) & (xs > 0) & (end <= depth) & (base + (ys - 1) * step + row <= dram_size)
-    fits &= (ys <= 1) | (step >= row)
+    base, row, step = f["dram_base"] * elem, xs * elem, f["x_stride"] * elem
+    fits = (elem > 0) & (xs > 0) & sram_fits(sram, xtot * ytot, depth) & dram_fits(base, row, step, ys, dram_size)
+    fits &= (ys <= 1) | (step >= row)  # rows that overlap in DRAM: the unit copies them
     padded = (ytot != ys) | (xtot != xs)
     how = np.where(padded, PADDED, np.where((ys <= 1) | (step == row), CONTIGUOUS, ROWS))
     how = np.where(fits, how, UNIT)
@@ -94,12 +103,15 @@ def _load_entries(v: np.ndarray, cfg, dram_size: int) -> np.ndarray:
 
 def _store_entries(v: np.ndarray, cfg, dram_size: int) -> np.ndarray:
     """Every STORE as (how, accumulator row start, end, DRAM byte base, rows, row bytes, DRAM step)."""
-    mtype, sram, dram_base, ys, xs, stride, yp0, yp1, xp0, xp1 = v.T
+    f = dict(zip(DMA_FIELDS, v.T, strict=True))
+    sram, ys, xs = f["sram_base"], f["y_size"], f["x_size"]
     elem = cfg.out_elem_bytes
     end = sram + xs * ys
-    base, row, step = dram_base * elem, xs * elem, stride * elem
-    fits = (mtype == OUT) & (xs > 0) & (ys > 0) & (yp0 == 0) & (yp1 == 0) & (xp0 == 0) & (xp1 == 0)
-    fits &= (end <= cfg.acc_depth) & ((ys == 1) | (step >= row)) & (base + (ys - 1) * step + row <= dram_size)
+    base, row, step = f["dram_base"] * elem, xs * elem, f["x_stride"] * elem
+    fits = (f["memory_type"] == OUT) & (xs > 0) & (ys > 0)
+    fits &= (f["y_pad_0"] == 0) & (f["y_pad_1"] == 0) & (f["x_pad_0"] == 0) & (f["x_pad_1"] == 0)
+    fits &= sram_fits(sram, xs * ys, cfg.acc_depth) & dram_fits(base, row, step, ys, dram_size)
+    fits &= (ys == 1) | (step >= row)  # rows that overlap in DRAM: the unit writes them in order
     how = np.where(fits, np.where((ys == 1) | (step == row), CONTIGUOUS, ROWS), UNIT)
     return np.stack([how, sram, end, base, ys, row, step], axis=1)
 
@@ -207,7 +219,7 @@ class InOrderRun:
             np.copyto(out, values.reshape(ys, -1), casting="unsafe")
 
     # -- GEMM and ALU ------------------------------------------------------------
-    def _prepare(self, i: int, op: int, r: list[int], key: tuple) -> Callable[[], None]:
+    def _prepare(self, i: int, op: int, r: tuple, key: tuple) -> Callable[[], None]:
         """What runs this kernel: prepared before under other micro-op loads that left its micro-ops
         as they were, or prepared now by running the instruction through its unit (checks and
         faults as in the pipeline) once.
@@ -216,8 +228,7 @@ class InOrderRun:
         kernel from then on is kept under ``key`` when the instruction has one
         whole plan.
         """
-        uops = r[1:3] if op == GEMM else r[3:5]
-        same = (op, self.state.uop_words[uops[0] : uops[1]].tobytes(), *r)
+        same = (op, self.state.uop_words[r.uop_bgn : r.uop_end].tobytes(), *r)
         found = self.by_content.get(same)
         if found is not None:
             self.prepared[key] = found
@@ -232,15 +243,14 @@ class InOrderRun:
             self.prepared[key] = self.by_content[same] = work
         return _nothing  # this execution already ran
 
-    def _prepare_now(self, i: int, op: int, r: list[int],
+    def _prepare_now(self, i: int, op: int, r: tuple,
                      placed: tuple[tuple, tuple[int, int, int]] | None) -> Callable[[], None] | None:
         """Run the instruction through its unit; return what runs its kernel from then on (None: not kept)."""
         state, plans = self.state, self.plans
         insn = self.insn(i)
         unit = run_gemm if op == GEMM else run_alu
         unit(state, i, insn, plans)
-        loops = r[1:5] if op == GEMM else r[3:7]
-        if loops[2] * loops[3] * (loops[1] - loops[0]) <= 0:
+        if not isa.executions(r._asdict()):
             return _nothing
         if plans.chunked(state, insn):
             return None  # ran in chunks; not kept (each run of it goes through its unit)
@@ -255,7 +265,7 @@ class InOrderRun:
             self.templates[placed[0]] = (plan, placed[1], reach)
         return work
 
-    def _keep(self, plan: LoopPlan, op: int, r: list[int]) -> Callable[[], None]:
+    def _keep(self, plan: LoopPlan, op: int, r: tuple) -> Callable[[], None]:
         """What runs a kernel from its plan, counted against the budget of prepared kernels (when it is
         spent they are all let go; the templates, under their own budget, stay to be moved again)."""
         work = self._gemm_work(plan, r) if op == GEMM else self._alu_work(plan, r)
@@ -267,21 +277,22 @@ class InOrderRun:
         return work
 
     # -- kernels met before elsewhere in the buffers -----------------------------
-    def _placement(self, op: int, r: list[int]) -> tuple[tuple, tuple[int, int, int]] | None:
+    def _placement(self, op: int, r: tuple) -> tuple[tuple, tuple[int, int, int]] | None:
         """The kernel without its place (fields and micro-ops relative to the first one) and its place:
         the first execution's (dst, src, wgt)."""
         s = self.state
-        b, e = (r[1], r[2]) if op == GEMM else (r[3], r[4])
+        b, e = r.uop_bgn, r.uop_end
         if not 0 <= b < e <= len(s.uop_dst):
             return None
         dst, src = s.uop_dst[b:e], s.uop_src[b:e]
         at = (int(dst[0]), int(src[0]), int(s.uop_wgt[b]) if op == GEMM else 0)
         shape = ((dst - at[0]).tobytes(), (src - at[1]).tobytes())
+        kernel = (op, *r._replace(uop_bgn=0, uop_end=e - b))
         if op == GEMM:
-            return (op, r[0], e - b, *r[3:], *shape, (s.uop_wgt[b:e] - at[2]).tobytes()), at
-        return (op, *r[:3], e - b, *r[5:], *(shape[:1] if r[1] else shape)), at  # an immediate: src unread
+            return (*kernel, *shape, (s.uop_wgt[b:e] - at[2]).tobytes()), at
+        return (*kernel, *(shape[:1] if r.use_imm else shape)), at  # an immediate: src unread
 
-    def _moved_kernel(self, op: int, r: list[int], shape: tuple, at: tuple[int, int, int]) -> Callable[[], None] | None:
+    def _moved_kernel(self, op: int, r: tuple, shape: tuple, at: tuple[int, int, int]) -> Callable[[], None] | None:
         """What runs a kernel that was prepared before at another place, moved here, without planning it
         again; None when there is none or when its indices would leave a buffer (the unit reports that)."""
         found = self.templates.get(shape)
@@ -291,13 +302,13 @@ class InOrderRun:
         by = (at[0] - there[0], at[1] - there[1], at[2] - there[2])
         cfg = self.state.cfg
         if op == GEMM:
-            depths = (cfg.acc_depth,) if r[0] else (cfg.acc_depth, cfg.inp_depth, cfg.wgt_depth)
+            depths = (cfg.acc_depth,) if r.reset else (cfg.acc_depth, cfg.inp_depth, cfg.wgt_depth)
         else:
-            depths = (cfg.acc_depth,) if r[1] else (cfg.acc_depth, cfg.acc_depth)
+            depths = (cfg.acc_depth,) if r.use_imm else (cfg.acc_depth, cfg.acc_depth)
         for (lo, hi), move, depth in zip(reach, by, depths, strict=False):
             if lo + move < 0 or hi + move >= depth:
                 return None
-        if op == ALU and not r[1] and by[0] != by[1]:
+        if op == ALU and not r.use_imm and by[0] != by[1]:
             (dlo, dhi), (slo, shi) = reach[0], reach[1]
             if dlo + by[0] <= shi + by[1] and slo + by[1] <= dhi + by[0]:
                 return None  # src moved against dst onto it: the hazards are new, the unit finds them
@@ -305,20 +316,21 @@ class InOrderRun:
         if op == GEMM:
             carry_layout(template, plan, *by)
         else:
-            carry_facts(template, plan, by[0], by[1] if not r[1] else by[0], r[0])
+            carry_facts(template, plan, by[0], by[1] if not r.use_imm else by[0], r.alu_opcode)
         return self._keep(plan, op, r)
 
-    def _gemm_work(self, plan: LoopPlan, r: list[int]) -> Callable[[], None]:
+    def _gemm_work(self, plan: LoopPlan, r: tuple) -> Callable[[], None]:
         state = self.state
-        if r[0]:  # reset
-            view = _affine_view(state.acc, plan, "dst", state.uop_dst[r[1] : r[2]], r[5], r[6])
+        if r.reset:
+            view = _affine_view(state.acc, plan, "dst", state.uop_dst[r.uop_bgn : r.uop_end], r.dst_factor_out,
+                                r.dst_factor_in)
             if view is not None:
                 return lambda: view.fill(0)
             dst = plan.dst
             return lambda: state.acc.__setitem__(dst, 0)
         return self._gemm_one_weight(plan, r) or (lambda: accumulate(state, plan))
 
-    def _gemm_one_weight(self, plan: LoopPlan, r: list[int]) -> Callable[[], None] | None:
+    def _gemm_one_weight(self, plan: LoopPlan, r: tuple) -> Callable[[], None] | None:
         """acc[dst] += inp[src] @ W^T as one product of strided views, when every execution uses the
         same weight tile and walks inp and acc with constant steps to distinct accumulators."""
         state = self.state
@@ -330,8 +342,10 @@ class InOrderRun:
         d_sorted = np.sort(pattern.dst)  # distinct destinations (np.unique would import numpy.ma: 10 ms)
         if (d_sorted[1:] == d_sorted[:-1]).any():
             return None
-        dst = _affine_view(state.acc, plan, "dst", state.uop_dst[r[1] : r[2]], r[5], r[6])
-        src = _affine_view(state.inp, plan, "src", state.uop_src[r[1] : r[2]], r[7], r[8])
+        dst = _affine_view(state.acc, plan, "dst", state.uop_dst[r.uop_bgn : r.uop_end], r.dst_factor_out,
+                           r.dst_factor_in)
+        src = _affine_view(state.inp, plan, "src", state.uop_src[r.uop_bgn : r.uop_end], r.src_factor_out,
+                           r.src_factor_in)
         if dst is None or src is None:
             return None
         ftype = exact_float(cfg, 1)
@@ -353,22 +367,24 @@ class InOrderRun:
 
         return work
 
-    def _alu_work(self, plan: LoopPlan, r: list[int]) -> Callable[[], None]:
+    def _alu_work(self, plan: LoopPlan, r: tuple) -> Callable[[], None]:
         state = self.state
-        op, use_imm, imm = r[0], bool(r[1]), r[2]
+        op, use_imm, imm = r.alu_opcode, bool(r.use_imm), r.imm
 
         def generic() -> None:
             run_plan(state, plan, op, use_imm, imm)
 
         if not self.int32_acc or alu_strategy(plan, op, use_imm) != "parallel":
             return generic
-        dst = _affine_view(state.acc, plan, "dst", state.uop_dst[r[3] : r[4]], r[7], r[8])
+        dst = _affine_view(state.acc, plan, "dst", state.uop_dst[r.uop_bgn : r.uop_end], r.dst_factor_out,
+                           r.dst_factor_in)
         if dst is None:
             return generic
         if use_imm:
             apply = _imm_op(op, imm)
             return lambda: apply(dst)
-        src = _affine_view(state.acc, plan, "src", state.uop_src[r[3] : r[4]], r[9], r[10])
+        src = _affine_view(state.acc, plan, "src", state.uop_src[r.uop_bgn : r.uop_end], r.src_factor_out,
+                           r.src_factor_in)
         if src is None or op == SHR:
             return generic
         ufunc = TENSOR_UFUNCS[op]

@@ -20,10 +20,23 @@ from vtasm.encoding import Instruction
 UOP, WGT, INP, ACC, OUT, ACC8 = (isa.MEM_TYPES[n] for n in ("uop", "wgt", "inp", "acc", "out", "acc8"))
 
 
+# The two rules of a transfer's reach, written once for one instruction (ints) and for many at once (numpy
+# arrays: the in-order path checks every LOAD and STORE of a program in one pass before it copies slices).
+
+def sram_fits(base, elements, depth):
+    """Whether ``elements`` buffer elements from ``base`` stay inside a buffer of ``depth`` elements."""
+    return base + elements <= depth
+
+
+def dram_fits(base_byte, row_bytes, stride_bytes, rows, dram_bytes):
+    """Whether ``rows`` rows of ``row_bytes`` every ``stride_bytes`` from ``base_byte`` lie inside DRAM."""
+    return (rows <= 0) | (base_byte + (rows - 1) * stride_bytes + row_bytes <= dram_bytes)
+
+
 def _dram_fault(base_byte: int, row_bytes: int, stride_bytes: int, rows: int, dram_bytes: int) -> str | None:
     """Why ``rows`` rows of ``row_bytes`` every ``stride_bytes`` from ``base_byte`` leave DRAM (None: they don't)."""
-    last = base_byte + (rows - 1) * stride_bytes + row_bytes
-    if base_byte < 0 or last > dram_bytes:
+    if not dram_fits(base_byte, row_bytes, stride_bytes, rows, dram_bytes):
+        last = base_byte + (rows - 1) * stride_bytes + row_bytes
         return (f"DRAM bytes 0x{base_byte:x}..0x{last - 1:x} lie outside the program's memory "
                 f"(0x0..0x{dram_bytes - 1:x})")
     return None
@@ -58,13 +71,13 @@ def load_fault(cfg, dram_bytes: int, insn: Instruction) -> str | None:
     if mtype == ACC8 and (cfg.acc_width != 32 or cfg.inp_width != 8):
         return "ACC_8BIT loads need 32-bit accumulators and 8-bit inputs"
     total = loaded_elements(insn)
-    depth = {UOP: cfg.uop_depth, WGT: cfg.wgt_depth, INP: cfg.inp_depth}.get(mtype, cfg.acc_depth)
+    depth = isa.load_depth(cfg, mtype)
     base = insn["sram_base"]
-    if base + total > depth:
+    if not sram_fits(base, total, depth):
         return f"{isa.LOAD_BUFFER[mtype]} SRAM elements {base}..{base + total - 1} overflow the buffer (0..{depth - 1})"
     if not y_size:
         return None
-    elem = cfg.acc8_elem_bytes if mtype == ACC8 else isa.elem_bytes(cfg, mtype)
+    elem = isa.elem_bytes(cfg, mtype)
     return _dram_fault(insn["dram_base"] * elem, x_size * elem, insn["x_stride"] * elem, y_size, dram_bytes)
 
 
@@ -80,7 +93,7 @@ def store_fault(cfg, dram_bytes: int, insn: Instruction) -> str | None:
         return f"STORE cannot pad (y_pad={pads[:2]}, x_pad={pads[2:]})"
     base = insn["sram_base"]
     end = base + x_size * y_size
-    if end > cfg.acc_depth:
+    if not sram_fits(base, x_size * y_size, cfg.acc_depth):
         return f"acc SRAM elements {base}..{end - 1} overflow the buffer (0..{cfg.acc_depth - 1})"
     if y_size == 0:
         return None

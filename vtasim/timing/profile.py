@@ -83,11 +83,14 @@ class Profile:
     alu_drain: int
     alu_per_iteration: int
     alu_fixed: int
+    # the keys (section.key) whose values were fitted to measurements, not measured or read off the design
+    # (benchmarks/timing_fit.py fits these by default)
+    fitted: tuple[str, ...] = ()
 
 
 # TOML section -> attribute prefix; keys of [memory] keep their own names.
 _SECTIONS = {"memory": "", "dma": "dma_", "fetch": "fetch_", "modules": "", "gemm": "gemm_", "alu": "alu_"}
-_TOP = ("name", "description", "clock_mhz")
+_TOP = ("name", "description", "clock_mhz", "fitted")
 _SPECIAL = {"fetch_queue_depth": "queue_depth"}
 # Lower bounds of the numeric values (everything else must be >= 0).
 _AT_LEAST_ONE = {"bus_bytes", "burst_beats", "reads_in_flight", "client_reads_in_flight", "fetch_chunk",
@@ -131,13 +134,13 @@ _FIELD_TYPES = {f.name: f.type for f in fields(Profile)}
 
 
 def _check(values: dict, origin: str) -> Profile:
-    missing = [_key_of(name) for name in _FIELD_TYPES if name not in values]
+    missing = [_key_of(name) for name in _FIELD_TYPES if name not in values and name != "fitted"]
     if missing:
         raise ConfigError(f"{origin}: profile lacks {', '.join(missing)}")
     for name, value in values.items():
         typ = _FIELD_TYPES[name]
         where = f"{origin}: {_key_of(name)}"
-        if name == "read_priority":
+        if name in ("read_priority", "fitted"):
             continue
         if typ == "str":
             if not isinstance(value, str):
@@ -155,6 +158,12 @@ def _check(values: dict, origin: str) -> Profile:
     if not isinstance(order, (tuple, list)) or sorted(order) != sorted(CLIENTS):
         raise ConfigError(f"{origin}: memory.read_priority must list {', '.join(CLIENTS)} once each, got {order!r}")
     values["read_priority"] = tuple(order)
+    fitted = values.get("fitted", ())
+    known = {_key_of(name) for name in _FIELD_TYPES} - set(_TOP)
+    if not isinstance(fitted, (tuple, list)) or any(k not in known for k in fitted):
+        wrong = [k for k in fitted if k not in known] if isinstance(fitted, (tuple, list)) else fitted
+        raise ConfigError(f"{origin}: fitted must list profile keys (section.key), got {wrong!r}")
+    values["fitted"] = tuple(fitted)
     if values["dma_pad_by_element"] not in (0, 1):
         raise ConfigError(f"{origin}: dma.pad_by_element must be 0 or 1, got {values['dma_pad_by_element']}")
     if values["bus_bytes"] & (values["bus_bytes"] - 1):
