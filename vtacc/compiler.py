@@ -19,7 +19,7 @@ from vtacc.schedule.epilogue import Needs, analyse, constant_name
 from vtacc.schedule.layouts import ACT, BIAS, WGT, DramTensor, dram_tensor
 from vtacc.schedule.operators import GemmProducer, Operator, PoolProducer, TensorTable, build_operator
 from vtacc.schedule.problem import problem_of
-from vtacc.schedule.scheduler import IDENTITY, NEG_IDENTITY, schedule_operator
+from vtacc.schedule.scheduler import IDENTITY, NEG_IDENTITY, schedule_operator, tile_count
 from vtacc.schedule.steps import Group
 from vtacc.schedule.tiling import Tiling, choose_tiling
 from vtasim.timing.profile import Profile, load_profile
@@ -128,6 +128,9 @@ def _order(schedule: ck.Schedule) -> str | None:
     return "inputs" if spatial and spatial[0] < channel else "weights"
 
 
+SAMPLE_INSTRUCTIONS = 600  # about what a sampled confirmation times (sampled_cycles), per run
+
+
 def compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_name: str,
                   profile: Profile | None = None, threads: int | None = None,
                   params: dict[str, np.ndarray] | None = None) -> Compiled:
@@ -174,11 +177,10 @@ def compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_na
             needs.identity = True  # int8 windows reach the accumulator through the GEMM core
         extra = sum(t.nbytes for t in {id(t): t for t in op.operands.values()}.values())
         def confirm(candidate: Tiling, op=op, needs=needs) -> int:
-            """The candidate's operator alone, generated and timed by the full timing model."""
+            """The candidate's operator alone, timed by the full timing model (a sample of its tiles)."""
             tensors = _program_tensors(entry, table, cfg, constant_tensors, constant_data, needs.identity,
                                        needs.neg_identity)[0]
-            alone = generate(schedule_operator(op, candidate, needs, cfg), tensors, {}, [], cfg, source_name)
-            return time_program(alone.program, profile, record=False).report.cycles
+            return sampled_cycles(op, candidate, needs, cfg, tensors, profile, source_name)
 
         fixed, order = _fixed_tiles(schedule, cfg, op), _order(schedule)
         # operators alike in every figure the search reads get the same tiling (a network repeats its blocks)
@@ -200,6 +202,29 @@ def compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_na
     outputs = [o.name for o in entry.outputs]
     generated = generate(groups, tensors, constants, outputs, cfg, Path(source_name).name)
     return Compiled(entry, cfg, planned, tensors, generated, profile=profile)
+
+
+def sampled_cycles(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig, tensors: list[DramTensor],
+                   profile: Profile, source_name: str = "") -> int:
+    """An operator's cycles under a tiling by the full timing model, without generating it whole.
+
+    A small operator is generated and timed whole. A larger one is timed on
+    its first k tiles and its first 2k tiles (k whole periods of its schedule,
+    about SAMPLE_INSTRUCTIONS instructions): the second run less the first is
+    what k tiles cost once the pipeline is full, and the rest of the tiles
+    are counted at that rate.
+    """
+    def timed(limit: int | None) -> int:
+        groups = schedule_operator(op, t, needs, cfg, limit)
+        return time_program(generate(groups, tensors, {}, [], cfg, source_name).program, profile,
+                            record=False).report.cycles
+
+    tiles, period = tile_count(op, t, cfg)
+    k = max(1, tiles * SAMPLE_INSTRUCTIONS // max(t.instructions, 1) // period) * period  # whole periods
+    if 3 * k >= tiles:
+        return timed(None)
+    first, second = timed(k), timed(2 * k)
+    return second + round((tiles - 2 * k) * (second - first) / k)
 
 
 def _operand_kinds(op) -> tuple:

@@ -12,6 +12,7 @@ finishes the rest.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 from vtasm.config import VTAConfig
@@ -201,8 +202,17 @@ def _tiles(t: Tiling, pr: Problem, order: str):
                             yield g, c0, n0, h0, w0
 
 
-def schedule_operator(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig) -> list[Group]:
-    """All step groups of one operator."""
+def tile_count(op: Operator, t: Tiling, cfg: VTAConfig) -> tuple[int, int]:
+    """How many tiles (step groups after the constants' group) an operator has under a tiling, and after how
+    many the schedule repeats itself at the least (the innermost loop's trips times the threads)."""
+    pr = problem_of(op, cfg)
+    inner = math.ceil(pr.ow / t.tw) if t.order == "weights" else math.ceil(pr.oc_t / t.toc)
+    return sum(1 for _ in _tiles(t, pr, t.order)), math.lcm(inner, t.threads)
+
+
+def schedule_operator(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig, limit: int | None = None) -> list[Group]:
+    """All step groups of one operator (with ``limit``: the constants and the first ``limit`` tiles only,
+    for timing a sample of a candidate tiling)."""
     pr = problem_of(op, cfg)
     slots = _plan_slots(t, pr, needs, op)
     groups: list[Group] = []
@@ -225,6 +235,8 @@ def schedule_operator(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig) -> 
     chunk_count = 0
     tiles = sum(1 for _ in _tiles(t, pr, t.order))
     for g, c0, n0, h0, w0 in _tiles(t, pr, t.order):
+        if limit is not None and counter >= limit:
+            break
         tile = Tile(n0, min(t.tn, pr.n_t - n0), c0, min(t.toc, pr.oc_t - c0), h0, min(t.th, pr.oh - h0),
                     w0, min(t.tw, pr.ow - w0), g, counter % t.threads, g * pr.oc_t)
         counter += 1
