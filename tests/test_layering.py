@@ -27,9 +27,9 @@ RANKS = {
     "vtacc": {"frontend": 0, "schedule": 1, "backend": 2, "driver": 3, "explore": 4, "cli": 5},
 }
 TOP_LEVEL = {
-    "vtasm": {"cli": "cli", "cli_support": "cli", "*": "isa"},
+    "vtasm": {"cli": "cli", "cli_support": "cli", "entry": "cli", "*": "isa"},
     "vtasim": {"*": "cli"},
-    "vtacc": {"cli": "cli", "*": "driver"},
+    "vtacc": {"cli": "cli", "entry": "cli", "*": "driver"},
 }
 
 

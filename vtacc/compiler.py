@@ -25,6 +25,7 @@ from vtacc.schedule.tiling import Tiling, choose_tiling
 from vtasim.timing.profile import Profile, load_profile
 from vtasim.timing.run import TimingResult, time_program
 from vtasm import isa
+from vtasm.collector import fewer_collections
 from vtasm.config import VTAConfig
 from vtasm.errors import CompileError, FormatError
 
@@ -140,6 +141,12 @@ def compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_na
     timing model's default profile). ``threads`` sets the virtual threads of
     every operator whose schedule does not (to compare latency hiding).
     """
+    with fewer_collections():
+        return _compile_units(entry, units, cfg, source_name, profile, threads, params)
+
+
+def _compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_name: str,
+                   profile: Profile | None, threads: int | None, params: dict[str, np.ndarray] | None) -> Compiled:
     profile = profile or load_profile()
     model = CostModel(cfg, profile)
     if cfg.inp_width != 8 or cfg.wgt_width != 8 or cfg.acc_width != 32:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 
 import numpy as np
 
@@ -172,8 +173,10 @@ def encode_instructions(instructions: Sequence[Instruction], cfg: VTAConfig) -> 
         if not rows:
             continue
         index = np.array(rows, dtype=np.int64)
-        for f in isa.layout(kind, cfg):
-            values = np.fromiter((insns[i].fields.get(f.name, 0) for i in rows), dtype=object, count=len(rows))
+        placed = isa.layout(kind, cfg)
+        table = _field_table([insns[i].fields for i in rows], [f.name for f in placed])
+        for column, f in enumerate(placed):
+            values = table[:, column]
             bad = (values < f.min_value) | (values > f.max_value)
             if bad.any():
                 first = min(rows[k] for k in np.flatnonzero(bad))
@@ -189,6 +192,20 @@ def encode_instructions(instructions: Sequence[Instruction], cfg: VTAConfig) -> 
     return words.astype("<u8").tobytes()
 
 
+def _field_table(fields: list[dict[str, int]], names: list[str]) -> np.ndarray:
+    """One row per instruction, one column per field name (0 where a field is absent): int64 where every
+    value fits, else Python ints (a value out of range is then still seen as such)."""
+    get = itemgetter(*names)
+    try:
+        rows = [get(f) for f in fields]
+    except KeyError:
+        rows = [tuple(f.get(name, 0) for name in names) for f in fields]
+    try:
+        return np.array(rows, dtype=np.int64).reshape(len(fields), len(names))
+    except OverflowError:
+        return np.array(rows, dtype=object).reshape(len(fields), len(names))
+
+
 def _raise_range(insns: list[Instruction], first: int, cfg: VTAConfig) -> None:
     """Raise Codec's range error for the earliest instruction with a field out of range."""
     from .encoding import codec_for
@@ -198,6 +215,15 @@ def _raise_range(insns: list[Instruction], first: int, cfg: VTAConfig) -> None:
         if insns[i].raw is None and insns[i].kind in isa.KINDS:
             codec.check_fields(insns[i].kind, insns[i].fields, f"instruction {i}")
     raise AssertionError("a field out of range was found but not reported")  # pragma: no cover
+
+
+def encoded_stream(instructions: Sequence[Instruction], cfg: VTAConfig) -> InstructionList:
+    """The instructions encoded once (fields checked as encode_instructions checks them), as a stream that
+    keeps its bytes and columns for whoever reads them and hands out these same Instruction objects."""
+    insns = list(instructions)
+    stream = decode_stream(encode_instructions(insns, cfg), cfg)
+    stream._built[:] = insns
+    return stream
 
 
 def stream_bytes(instructions: Sequence[Instruction], cfg: VTAConfig) -> bytes:

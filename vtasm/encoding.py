@@ -52,14 +52,18 @@ class Instruction:
 
 def make_instruction(kind: str, **values: int) -> Instruction:
     """An instruction of a kind with all fields zero except the opcode and ``values``."""
-    spec = isa.KINDS[kind]
-    fields = {f.name: 0 for f in spec.fields}
-    fields["opcode"] = spec.opcode
-    for name, value in values.items():
-        if name not in fields:
-            raise EncodeError(f"{kind} has no field {name}")
-        fields[name] = value
+    template = _TEMPLATES[kind]
+    if not values.keys() <= template.keys():
+        unknown = next(name for name in values if name not in template)
+        raise EncodeError(f"{kind} has no field {unknown}")
+    fields = template.copy()
+    fields.update(values)
     return Instruction(kind, fields)
+
+
+# per kind: every field zero but the opcode (make_instruction copies one)
+_TEMPLATES = {kind: {f.name: (spec.opcode if f.name == "opcode" else 0) for f in spec.fields}
+              for kind, spec in isa.KINDS.items()}
 
 
 @dataclass(frozen=True)

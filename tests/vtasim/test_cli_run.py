@@ -154,7 +154,7 @@ def test_installed_entry_point(files):
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert np.array_equal(np.load(d / "y.npy"), Y)
-    # the installed command ends the process itself (vtasim/entry.py): what it printed still arrives whole,
+    # the installed command ends the process itself (vtasm/entry.py): what it printed still arrives whole,
     # and its exit codes are the CLI's
     profiled = subprocess.run([*cmd, "run", str(d / "mm.vbin"), *with_inputs(d), "--profile"], capture_output=True,
                               text=True, timeout=60)

@@ -19,7 +19,7 @@ from vtacc.schedule.layouts import DramTensor
 from vtacc.schedule.steps import ACC, INP, WGT, Alu, Gemm, Group, Kernel, Load, Store
 from vtasm import isa
 from vtasm import portability as port
-from vtasm.columns import encode_instructions
+from vtasm.columns import encoded_stream
 from vtasm.config import VTAConfig
 from vtasm.encoding import Instruction, MicroOp, make_instruction
 from vtasm.errors import CompileError, EncodeError
@@ -239,8 +239,8 @@ def generate(groups: list[Group], tensors: list[DramTensor], constants: dict[str
     flags = assign_tokens([e.access.stage for e in b.out], deps)
     for e, f in zip(b.out, flags, strict=True):
         e.insn.fields.update(f)
-    try:  # every field in range, checked over the whole stream at once (the encoder's own check)
-        encode_instructions([e.insn for e in b.out], cfg)
+    try:  # encoded once, every field in range checked over the whole stream (the encoder's own check)
+        stream = encoded_stream([e.insn for e in b.out], cfg)
     except EncodeError as exc:
         raise CompileError(f"internal limit: {exc.message}") from None
     uop_addr = b.data_end
@@ -252,7 +252,7 @@ def generate(groups: list[Group], tensors: list[DramTensor], constants: dict[str
             source_map[i] = SourceLoc(source_name, span.line)
     infos: list[TensorInfo] = [t.tensor_info() for t in tensors if not t.constant]
     dumps = [DumpRange(b.seg_addr[name], tensors_by(tensors, name).nbytes, f"{name}.bin") for name in outputs]
-    program = Program(cfg, [e.insn for e in b.out], b.uops, insn_addr, uop_addr, b.segments, infos, dumps,
+    program = Program(cfg, stream, b.uops, insn_addr, uop_addr, b.segments, infos, dumps,
                       uop_labels=dict(b.labels), source_map=source_map)
     stats = {"uop_loads": b.uop_loads, "kernels": len(b.table)}
     return Generated(program, b.out, groups, stats)

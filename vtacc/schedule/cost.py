@@ -48,6 +48,10 @@ class CostModel:
     def __init__(self, cfg: VTAConfig, profile: Profile):
         self.cfg, self.profile = cfg, profile
         self._dma: dict[tuple, int] = {}
+        # the parts of a tiling's cost that many candidates share (an operator's thousands of candidates
+        # differ in a few sizes each): by the sizes they depend on
+        self._epilogues: dict[tuple, tuple[int, int]] = {}
+        self._inputs: dict[tuple, int] = {}
 
     def dma(self, mem: int, rows: int, cols: int) -> int:
         """Cycles of a LOAD (or, for ``OUT``, a STORE) of ``rows`` rows of ``cols`` elements (each instruction
@@ -117,6 +121,13 @@ class CostModel:
 
     def _epilogue(self, sh: Problem, needs: Needs, tn: int, toc: int, th: int, tw: int) -> tuple[int, int]:
         """Cycles of a tile's epilogue (ALU and GEMM passes, whole-tile operand loads) and of its store."""
+        key = (sh, needs.alu_passes, needs.alu_tensor_passes, needs.gemm_passes, needs.tile_loads, tn, toc, th, tw)
+        found = self._epilogues.get(key)
+        if found is None:
+            found = self._epilogues[key] = self._epilogue_of(sh, needs, tn, toc, th, tw)
+        return found
+
+    def _epilogue_of(self, sh: Problem, needs: Needs, tn: int, toc: int, th: int, tw: int) -> tuple[int, int]:
         e = tn * toc * th * tw
         epilogue = (needs.alu_passes * self.alu(e, imm=True) + needs.alu_tensor_passes * self.alu(e, imm=False)
                     + needs.gemm_passes * self.gemm(e, 1) + needs.tile_loads * self.dma(ACC, tn * toc * th, tw))
@@ -124,8 +135,13 @@ class CostModel:
 
     def _input_loads(self, sh: Problem, tn: int, nic: int, th: int, tw: int) -> int:
         """Load-stage cycles of one chunk's input window (with halo), cut into DMAs as the scheduler cuts it."""
-        dims = (sh.n_t, sh.groups * sh.ic_t, sh.ih, sh.iw)
-        return sum(self.dma(INP, d.y, d.x) for d in window_dmas(dims, sh, 0, tn, 0, nic, 0, th, 0, tw, 0))
+        key = (sh, tn, nic, th, tw)
+        found = self._inputs.get(key)
+        if found is None:
+            dims = (sh.n_t, sh.groups * sh.ic_t, sh.ih, sh.iw)
+            found = self._inputs[key] = sum(self.dma(INP, d.y, d.x)
+                                            for d in window_dmas(dims, sh, 0, tn, 0, nic, 0, th, 0, tw, 0))
+        return found
 
 
 def _pipelined(tiles: int, chunks: int, load: float, gemm: int, tile_load: float, first_extra: int, reset: int,

@@ -57,9 +57,13 @@ class Kernel:
     def indices(self, which: int) -> tuple[int, int]:
         """Lowest and highest index of field ``which`` (0 dst, 1 src, 2 wgt) over all executions."""
         factors = (self.dst, self.src, self.wgt)[which]
-        values = [u[which] for u in self.uops]
-        span = (self.iter_out - 1) * factors[0] + (self.iter_in - 1) * factors[1]
-        return min(values), max(values) + span
+        uops = self.uops
+        if len(uops) == 1:
+            lo = hi = uops[0][which]
+        else:
+            values = [u[which] for u in uops]
+            lo, hi = min(values), max(values)
+        return lo, hi + (self.iter_out - 1) * factors[0] + (self.iter_in - 1) * factors[1]
 
 
 @dataclass(frozen=True)
