@@ -28,6 +28,7 @@ from vtasm.program import DumpRange, Program, Segment, SourceLoc, TensorInfo
 from .tokens import Access, assign_tokens, dependencies
 
 PAGE = 4096
+assert isa.stage_of(isa.OPCODES["load"], isa.MEM_TYPES["uop"]) == isa.COMPUTE_STAGE  # see generate's sizes
 UOP_BATCH = 512  # micro-ops one LOAD UOP may bring ahead of their first use
 MEM = {INP: isa.MEM_TYPES["inp"], WGT: isa.MEM_TYPES["wgt"], ACC: isa.MEM_TYPES["acc"]}
 ALU_OP = isa.ALU_OPS
@@ -232,7 +233,8 @@ def generate(groups: list[Group], tensors: list[DramTensor], constants: dict[str
                 b.compute(step, gi)
     last = {s: max((i for i, e in enumerate(b.out) if e.access.stage == s), default=-1) for s in isa.STAGES}
     b.emit(make_instruction("finish"), Access("compute"), None, "end of program")
-    sizes = {INP: cfg.inp_depth, WGT: cfg.wgt_depth, ACC: cfg.acc_depth, "uop": cfg.uop_depth}
+    # the micro-op buffer is loaded and read by the compute stage alone: no token guards it
+    sizes = {INP: cfg.inp_depth, WGT: cfg.wgt_depth, ACC: cfg.acc_depth}
     sizes.update({f"dram:{t.name}": 1 for t in tensors})
     deps = dependencies([e.access for e in b.out], sizes)
     deps[-1] = {s: last[s] for s in ("load", "store") if last[s] >= 0}

@@ -49,29 +49,33 @@ class _Tracker:
 
 
 def dependencies(accesses: list[Access], sizes: dict[str, int]) -> list[dict[str, int]]:
-    """For each instruction, the latest conflicting earlier instruction of each other stage."""
+    """For each instruction, the latest conflicting earlier instruction of each other stage.
+
+    ``sizes``: the buffers to track and their sizes; ranges in other buffers are not looked at (a buffer
+    only one stage touches needs no token)."""
     trackers = {name: _Tracker(size) for name, size in sizes.items()}
     deps: list[dict[str, int]] = []
     for i, acc in enumerate(accesses):
         sid = STAGE_ID[acc.stage]
         latest = [-1, -1, -1]  # per stage: the latest earlier instruction this one conflicts with
-        for buf, lo, hi in acc.reads:
-            _latest(latest, trackers[buf].write, lo, hi)
-        for buf, lo, hi in acc.writes:
-            tr = trackers[buf]
+        reads = [(trackers[buf], lo, hi) for buf, lo, hi in acc.reads if buf in trackers]
+        writes = [(trackers[buf], lo, hi) for buf, lo, hi in acc.writes if buf in trackers]
+        for tr, lo, hi in reads:
+            _latest(latest, tr.write, lo, hi)
+        for tr, lo, hi in writes:
             _latest(latest, tr.write, lo, hi)
             _latest(latest, tr.read, lo, hi)
         deps.append({isa.STAGES[t]: j for t, j in enumerate(latest) if t != sid and j >= 0})
-        for buf, lo, hi in acc.reads:
-            trackers[buf].read[sid, lo : hi + 1] = i
-        for buf, lo, hi in acc.writes:
-            trackers[buf].write[sid, lo : hi + 1] = i
+        for tr, lo, hi in reads:
+            tr.read[sid, lo : hi + 1] = i
+        for tr, lo, hi in writes:
+            tr.write[sid, lo : hi + 1] = i
         if acc.fence:
-            for buf, lo, hi in acc.reads + acc.writes:
+            for tr, lo, hi in reads + writes:
                 for t in range(3):
                     if t != sid:
-                        trackers[buf].read[t, lo : hi + 1] = -1
-                        trackers[buf].write[t, lo : hi + 1] = -1
+                        tr.read[t, lo : hi + 1] = -1
+                        tr.write[t, lo : hi + 1] = -1
     return deps
 
 
