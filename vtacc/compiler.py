@@ -129,7 +129,10 @@ def _order(schedule: ck.Schedule) -> str | None:
     return "inputs" if spatial and spatial[0] < channel else "weights"
 
 
-SAMPLE_INSTRUCTIONS = 600  # about what a sampled confirmation times (sampled_cycles), per run
+# about what a sampled confirmation times (sampled_cycles) per run: instructions, and DRAM bytes (the timing
+# model's work grows with the bursts)
+SAMPLE_INSTRUCTIONS = 600
+SAMPLE_BYTES = 1 << 22
 
 
 def compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_name: str,
@@ -217,7 +220,8 @@ def sampled_cycles(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig, tensor
 
     A small operator is generated and timed whole. A larger one is timed on
     its first k tiles and its first 2k tiles (k whole periods of its schedule,
-    about SAMPLE_INSTRUCTIONS instructions): the second run less the first is
+    about SAMPLE_INSTRUCTIONS instructions or SAMPLE_BYTES bytes of DRAM
+    traffic, whichever is fewer): the second run less the first is
     what k tiles cost once the pipeline is full, and the rest of the tiles
     are counted at that rate.
     """
@@ -227,7 +231,8 @@ def sampled_cycles(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig, tensor
                             record=False).report.cycles
 
     tiles, period = tile_count(op, t, cfg)
-    k = max(1, tiles * SAMPLE_INSTRUCTIONS // max(t.instructions, 1) // period) * period  # whole periods
+    per_tile = min(tiles * SAMPLE_INSTRUCTIONS // max(t.instructions, 1), tiles * SAMPLE_BYTES // max(t.dram_bytes, 1))
+    k = max(1, per_tile // period) * period  # whole periods
     if 3 * k >= tiles:
         return timed(None)
     first, second = timed(k), timed(2 * k)

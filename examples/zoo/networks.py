@@ -1,4 +1,4 @@
-"""Nine classic model-zoo CNNs as ONNX graphs with seeded random weights, written the way their exporters write them.
+"""Ten classic model-zoo CNNs as ONNX graphs with seeded random weights, written the way their exporters write them.
 
 Each ``build_<name>(size, seed)`` returns a ModelProto for a [batch, 3, size, size]
 input with the real architecture (layer and channel counts, kernels, strides,
@@ -218,16 +218,32 @@ def build_googlenet(size: int, seed: int = 0) -> onnx.ModelProto:
     return b.model([out], doc="GoogLeNet / Inception v1 (caffe-style), random weights")
 
 
+# torchvision's VGG feature extractors: output channels of each 3x3 conv, "M" a 2x2/2 max pool
+VGG_LAYERS = {
+    16: (64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M"),
+    19: (64, 64, "M", 128, 128, "M", 256, 256, 256, 256, "M", 512, 512, 512, 512, "M", 512, 512, 512, 512, "M"),
+}
+
+
 def build_vgg16(size: int, seed: int = 0) -> onnx.ModelProto:
     """VGG-16, torch 1.x export of torchvision's, opset 11.
 
     The adaptive average pool is left out (the identity at 224), so the first Gemm takes 512 * (size // 32) ** 2
     features.
     """
+    return _build_vgg(16, size, seed)
+
+
+def build_vgg19(size: int, seed: int = 0) -> onnx.ModelProto:
+    """VGG-19 (configuration E: 16 convs), torch 1.x export of torchvision's, opset 11; as VGG-16 otherwise."""
+    return _build_vgg(19, size, seed)
+
+
+def _build_vgg(depth: int, size: int, seed: int) -> onnx.ModelProto:
     b = GraphBuilder("torch-jit-export", style="torch", opset=11, seed=seed)
     x = b.input("input", (1, 3, size, size))
     i = 0
-    for item in (64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M"):
+    for item in VGG_LAYERS[depth]:
         if item == "M":
             x, i = b.maxpool(x, 2, 2), i + 1
         else:
@@ -236,7 +252,7 @@ def build_vgg16(size: int, seed: int = 0) -> onnx.ModelProto:
     for index in (0, 3):
         x = b.dropout(b.relu(b.gemm(x, 4096, f"classifier.{index}")), 0.5)
     out = b.gemm(x, 1000, "classifier.6", std=0.01, out="output")
-    return b.model([out], doc="VGG-16 (torch 1.x export, opset 11), random weights")
+    return b.model([out], doc=f"VGG-{depth} (torch 1.x export, opset 11), random weights")
 
 
 def build_alexnet(size: int, seed: int = 0) -> onnx.ModelProto:
@@ -304,13 +320,14 @@ NETWORKS: dict[str, tuple[Callable[..., onnx.ModelProto], int]] = {
     "densenet121": (build_densenet121, 224),
     "googlenet": (build_googlenet, 224),
     "vgg16": (build_vgg16, 224),
+    "vgg19": (build_vgg19, 224),
     "alexnet": (build_alexnet, 224),
     "yolov3_tiny": (build_yolov3_tiny, 416),
 }
 
 # Smallest input size each network accepts (yolov3_tiny: multiples of 32 only).
 MIN_SIZES = {"resnet50": 1, "mobilenetv2": 1, "squeezenet1_1": 25, "shufflenet_v2": 1, "densenet121": 29,
-             "googlenet": 47, "vgg16": 32, "alexnet": 55, "yolov3_tiny": 32}
+             "googlenet": 47, "vgg16": 32, "vgg19": 32, "alexnet": 55, "yolov3_tiny": 32}
 
 
 def build(name: str, size: int | None = None, seed: int = 0) -> onnx.ModelProto:

@@ -38,7 +38,7 @@ from examples.zoo.networks import NETWORKS, build  # noqa: E402
 from vtasim.timing.names import BUILTIN  # noqa: E402
 
 SMALL = {"resnet50": 32, "mobilenetv2": 32, "squeezenet1_1": 32, "shufflenet_v2": 32, "densenet121": 32,
-         "googlenet": 64, "vgg16": 32, "alexnet": 67, "yolov3_tiny": 64}
+         "googlenet": 64, "vgg16": 32, "vgg19": 32, "alexnet": 67, "yolov3_tiny": 64}
 PROFILES = BUILTIN  # every measured design
 BIN = Path(sys.executable).parent
 

@@ -1,4 +1,4 @@
-"""The nine model-zoo CNNs of examples/zoo, at small input sizes: built with random weights, compiled by
+"""The ten model-zoo CNNs of examples/zoo, at small input sizes: built with random weights, compiled by
 vtacc, run by vtasim on float images, bit-exact with the numpy reference and within 20 dB of onnxruntime."""
 
 from __future__ import annotations
