@@ -594,7 +594,9 @@ class _Lowering:
         if a.get("transA", 0):
             raise self.fail(node, "transA=1 is not supported")
         w = self.const(node, node.inputs[1], "weight")
-        w = (w if a.get("transB", 0) else w.T) * a.get("alpha", 1.0)
+        w = w if a.get("transB", 0) else w.T
+        if a.get("alpha", 1.0) != 1.0:  # (a VGG's first classifier weight is 822 MB in float64: no copy for 1)
+            w = w * a["alpha"]
         b = None
         if len(node.inputs) > 2 and node.inputs[2]:
             b = np.broadcast_to(self.const(node, node.inputs[2], "bias"), (1, w.shape[0]))[0] * a.get("beta", 1.0)

@@ -184,18 +184,40 @@ def _quantise_layer(layer: Layer, exps: dict[str, int], shapes: dict[str, tuple[
     return q
 
 
+ROW_BLOCK_ELEMENTS = 1 << 20  # weights handled at once by the per-channel passes (bounded temporaries)
+
+
 def weight_exponents(rows: np.ndarray) -> np.ndarray:
     """Per output channel (row), the power-of-two scale with the least squared error of its int8 weights:
     the finest that holds the largest weight, or the next finer one when clipping that weight costs less
     than the rounding it saves."""
-    top = np.array([exponent_for(m) for m in np.max(np.abs(rows), axis=1)], dtype=np.int64)
+    top = np.array([exponent_for(max(-lo, hi)) for lo, hi in zip(_by_rows(rows, np.min), _by_rows(rows, np.max),
+                                                                    strict=True)], dtype=np.int64)
 
     def error(exps: np.ndarray) -> np.ndarray:
-        step = 2.0 ** exps[:, None]
-        return np.sum((np.clip(np.rint(rows / step), -128, 127) * step - rows) ** 2, axis=1)
+        def squared(part: np.ndarray, lo: int) -> np.ndarray:
+            step = 2.0 ** exps[lo : lo + len(part), None]
+            t = part / step
+            np.rint(t, out=t)
+            np.clip(t, -128, 127, out=t)
+            t *= step
+            t -= part
+            t *= t
+            return t.sum(axis=1)
+
+        return _by_rows(rows, squared, with_start=True)
 
     finer = top - 1
     return np.where(error(finer) < error(top), finer, top)
+
+
+def _by_rows(rows: np.ndarray, reduce, with_start: bool = False) -> np.ndarray:
+    """A per-row reduction of a matrix, a block of rows at a time (a VGG's 100-million-weight layer makes no
+    full-size temporaries); ``reduce(block)`` (or ``reduce(block, first row)``) gives each row's value."""
+    step = max(1, ROW_BLOCK_ELEMENTS // max(rows.shape[1], 1))
+    parts = [reduce(rows[lo : lo + step], lo) if with_start else reduce(rows[lo : lo + step], axis=1)
+             for lo in range(0, len(rows), step)]
+    return np.concatenate(parts) if parts else np.zeros(0)
 
 
 def _quantise_weights(q: QLayer, notes: list[str]) -> None:
@@ -214,7 +236,11 @@ def _quantise_weights(q: QLayer, notes: list[str]) -> None:
         w_exps = np.where(coarse, e_y - e_x - MAX_SHIFT, w_exps)
         shifts = e_y - e_x - w_exps
     shape = (-1,) + (1,) * (w.ndim - 1)
-    q.weight = np.clip(np.rint(w * 2.0 ** -w_exps.reshape(shape)), -128, 127).astype(np.int8)
+    q.weight = np.empty(w.shape, dtype=np.int8)
+    step = max(1, ROW_BLOCK_ELEMENTS // max(w[0].size, 1))
+    for lo in range(0, len(w), step):  # a block of output channels at a time
+        q.weight[lo : lo + step] = np.clip(np.rint(w[lo : lo + step] * 2.0 ** -w_exps[lo : lo + step].reshape(shape)),
+                                           -128, 127)
     acc_scale = 2.0 ** (e_x + w_exps)
     rounding = np.where(shifts > 0, np.left_shift(1, np.maximum(shifts - 1, 0)), 0)
     bias = np.rint(layer.bias / acc_scale) + rounding

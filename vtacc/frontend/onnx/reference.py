@@ -55,8 +55,11 @@ def _layer(q: QLayer, ins: list[np.ndarray]) -> np.ndarray:
     if q.kind in (LayerKind.CONV, LayerKind.DENSE):
         if q.kind == LayerKind.CONV:
             acc = conv2d(x.astype(np.float64), q.weight.astype(np.float64), layer.stride, layer.pad, layer.groups)
-        else:
-            acc = x.reshape(x.shape[0], -1).astype(np.float64) @ q.weight.astype(np.float64).T
+        else:  # a block of output channels at a time (integer sums: exact in any order)
+            flat = x.reshape(x.shape[0], -1).astype(np.float64)
+            step = max(1, (1 << 20) // max(flat.shape[1], 1))
+            acc = np.concatenate([flat @ q.weight[lo : lo + step].astype(np.float64).T
+                                  for lo in range(0, len(q.weight), step)], axis=1)
         acc = _wrap32(_wrap32(np.rint(acc)) + _per_channel(q.bias, acc.ndim))
         if layer.leaky:  # max(a, sum of a >> k): the slope on the accumulator, rounding constant included
             acc = np.maximum(acc, _wrap32(sum(acc >> k for k in layer.leaky)))
