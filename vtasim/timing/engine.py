@@ -140,11 +140,18 @@ class _Engine:
             return
 
     def _try_read(self, t: int, beats: int) -> tuple[int, int, int] | None:
-        """Grant a read at once when no other client can ask before it (else None: queue it)."""
-        accept = max(t, self._read_free())
-        if not self.rd_pending and (not self.heap or self.heap[0][0] > accept):
-            return self._grant_read(accept, beats)
-        return None
+        """Grant a read at once when no other client can ask before it (else None: queue it).
+
+        Runs once a burst: written without helper calls (_read_free's rule, spelt with comparisons)."""
+        inflight = self.rd_inflight
+        accept = self.rd_next_cmd
+        if len(inflight) >= self.p.reads_in_flight and inflight[0] > accept:
+            accept = inflight[0]
+        if t > accept:
+            accept = t
+        if self.rd_pending or (self.heap and self.heap[0][0] <= accept):
+            return None
+        return self._grant_read(accept, beats)
 
     def _try_write(self, t: int, busy: int) -> tuple[int, int, int, int] | None:
         accept = max(t, self.wr_free)
@@ -171,9 +178,12 @@ class _Engine:
 
     # -- memory engine --------------------------------------------------------
     def _read_free(self) -> int:
-        if len(self.rd_inflight) < self.p.reads_in_flight:
-            return self.rd_next_cmd
-        return max(self.rd_next_cmd, self.rd_inflight[0])
+        """The first cycle the memory takes another read command (the reads in flight at their limit:
+        when the oldest one's data is in)."""
+        inflight = self.rd_inflight
+        if len(inflight) >= self.p.reads_in_flight and inflight[0] > self.rd_next_cmd:
+            return inflight[0]
+        return self.rd_next_cmd
 
     def _read_decision(self, t: int) -> None:
         if t not in self.rd_decision_at:
@@ -202,7 +212,9 @@ class _Engine:
 
     def _grant_read(self, t: int, beats: int) -> tuple[int, int, int]:
         p = self.p
-        first = max(t + p.read_setup + p.latency, self.rd_data_free)
+        first = t + p.read_setup + p.latency
+        if self.rd_data_free > first:
+            first = self.rd_data_free
         last = first + beats - 1
         self.rd_data_free = last + 1
         inflight = self.rd_inflight
@@ -285,24 +297,28 @@ class _Engine:
                 last = t - 1
                 serial = p.row_setup and w.client != UOP  # the HLS cores: one row at a time
                 slow, taken = w.client == WGT and p.wgt_beat_cycles > 1, -1  # the HLS weight bank's read-modify-write
+                own_limit, record = p.client_reads_in_flight, self.record
+                pipelined = own_limit > 1  # the next burst is asked for a cycle after this one is accepted
                 for k, (beats, gap) in enumerate(zip(w.bursts, w.gaps, strict=True)):
                     t += gap
                     if serial and k in w.row_starts:  # the next row is asked for once this one has arrived
                         t = max(t, last + 1 + p.row_setup)
-                    if len(inflight) >= p.client_reads_in_flight:
-                        t = max(t, inflight.popleft() + 1)
+                    if len(inflight) >= own_limit:
+                        oldest = inflight.popleft() + 1
+                        if oldest > t:
+                            t = oldest
                     grant = self._try_read(t, beats)
                     if grant is None:
                         grant = yield ("read", t, w.client, beats)
                     accept, first, last = grant
                     mem_wait += accept - t
-                    if self.record:
+                    if record:
                         self.transfers.append(Transfer(w.index, CLIENTS[w.client], accept, first, last, beats))
                     if slow:  # the client takes the beats slower than they come (buffered in its read FIFO)
                         last = max(first, taken + 1) + beats * p.wgt_beat_cycles - 1
                         taken = last
                     inflight.append(last)
-                    t = accept + 1 if p.client_reads_in_flight > 1 else last + 1
+                    t = accept + 1 if pipelined else last + 1
                 end = max(last, t - 1) + w.tail if w.bursts else start + 1 + w.setup + w.tail
             elif kind == WRITE:
                 t = start + 1 + w.setup

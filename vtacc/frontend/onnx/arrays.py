@@ -16,17 +16,26 @@ def conv2d(x: np.ndarray, w: np.ndarray, stride: int, pad: int, groups: int) -> 
     oc, icg, kh, kw = w.shape
     xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
     oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
+    if groups == 1:  # one matrix product (BLAS) per image, its columns made for it alone
+        out = np.empty((n, oc, oh * ow), dtype=np.result_type(xp, w))
+        rows = w.reshape(oc, -1)
+        for i in range(n):
+            out[i] = rows @ _columns(xp[i:i + 1], kh, kw, stride, oh, ow).reshape(icg * kh * kw, oh * ow)
+        return out.reshape(n, oc, oh, ow)
+    ocg = oc // groups
+    part = _columns(xp, kh, kw, stride, oh, ow).reshape(n, groups, icg * kh * kw, oh * ow)  # every group at once
+    weights = w.reshape(groups, ocg, icg * kh * kw)
+    return np.einsum("gok,ngkp->ngop", weights, part, optimize=True).reshape(n, oc, oh, ow)
+
+
+def _columns(xp: np.ndarray, kh: int, kw: int, stride: int, oh: int, ow: int) -> np.ndarray:
+    """[N, C, KH, KW, OH, OW]: the input pixel under every kernel tap of every output position."""
+    n, c = xp.shape[:2]
     cols = np.empty((n, c, kh, kw, oh, ow), dtype=xp.dtype)
     for i in range(kh):
         for j in range(kw):
             cols[:, :, i, j] = xp[:, :, i:i + stride * oh:stride, j:j + stride * ow:stride]
-    ocg = oc // groups
-    if groups == 1:  # one matrix product per image (BLAS)
-        out = np.matmul(w.reshape(oc, -1), cols.reshape(n, icg * kh * kw, oh * ow))
-        return out.reshape(n, oc, oh, ow)
-    part = cols.reshape(n, groups, icg * kh * kw, oh * ow)  # every group in one product
-    weights = w.reshape(groups, ocg, icg * kh * kw)
-    return np.einsum("gok,ngkp->ngop", weights, part, optimize=True).reshape(n, oc, oh, ow)
+    return cols
 
 
 def windows(x: np.ndarray, size: int, stride: int, pad: int, fill: float, pad_end: int | None = None) -> np.ndarray:
