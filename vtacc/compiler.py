@@ -131,7 +131,7 @@ def _order(schedule: ck.Schedule) -> str | None:
 
 # about what a sampled confirmation times (sampled_cycles) per run: instructions, and DRAM bytes (the timing
 # model's work grows with the bursts)
-SAMPLE_INSTRUCTIONS = 600
+SAMPLE_INSTRUCTIONS = 300
 SAMPLE_BYTES = 1 << 22
 
 
