@@ -16,6 +16,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedTok
 from lark.lexer import PatternStr
 
 from vtasm.errors import CompileError, SourceSpan
+from vtasm.grammar_cache import grammar_cache
 
 from . import syntax_tree as st
 
@@ -43,6 +44,7 @@ _PARSER = Lark(
     parser="lalr",
     propagate_positions=True,
     maybe_placeholders=True,
+    cache=grammar_cache("kernel"),
     postlex=_DropNewlinesInBrackets(),
 )
 

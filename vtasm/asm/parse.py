@@ -17,6 +17,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedTok
 from lark.lexer import PatternStr
 
 from vtasm.errors import AsmError, SourceSpan
+from vtasm.grammar_cache import grammar_cache
 
 from . import ast
 
@@ -25,6 +26,7 @@ _PARSER = Lark(
     parser="lalr",
     propagate_positions=True,
     maybe_placeholders=True,
+    cache=grammar_cache("assembly"),
 )
 
 #: Every directive the grammar knows, with its dot (".text", ".data", ...).

@@ -1,0 +1,28 @@
+"""Where Lark keeps the analysis of our grammars between processes (LALR tables: about 40 ms to build).
+
+Lark's own default is a file in the shared temporary directory, which it
+unpickles: anyone who can write there first could hand it code to run. The
+analysis goes instead to the user's cache directory ($XDG_CACHE_HOME or
+~/.cache, then vta-toolchain/), made private to the user; Lark checks the
+grammar's hash stored in the file before using it. Where that directory
+cannot be made, nothing is cached.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def grammar_cache(name: str) -> str | bool:
+    """The cache file for grammar ``name`` (a Lark ``cache=`` argument), or False for no cache."""
+    if os.environ.get("VTA_NO_GRAMMAR_CACHE"):
+        return False
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "vta-toolchain"
+    try:
+        root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if root.stat().st_uid != os.getuid() or not os.access(root, os.W_OK):
+            return False
+    except OSError:
+        return False
+    return str(root / f"{name}.lark-cache")
