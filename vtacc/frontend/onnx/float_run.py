@@ -54,10 +54,11 @@ def _host_layer(net: Network, layer: Layer, values: dict[str, np.ndarray]) -> di
 
 def _float_layer(layer: Layer, ins: list[np.ndarray]) -> np.ndarray:
     x = ins[0]
-    if layer.kind == LayerKind.CONV:
-        return conv2d(x, layer.weight, layer.stride, layer.pad, layer.groups) + layer.bias[None, :, None, None]
-    if layer.kind == LayerKind.DENSE:
-        return x.reshape(x.shape[0], -1) @ layer.weight.T + layer.bias
+    if layer.kind in (LayerKind.CONV, LayerKind.DENSE):
+        w = layer.weight.astype(np.float64, copy=False)  # held as the model stores it (network.weight)
+        if layer.kind == LayerKind.CONV:
+            return conv2d(x, w, layer.stride, layer.pad, layer.groups) + layer.bias[None, :, None, None]
+        return x.reshape(x.shape[0], -1) @ w.T + layer.bias
     if layer.kind == LayerKind.MAXPOOL:
         return windows(x, layer.size, layer.stride, layer.pad, -np.inf, layer.pad_end).max(axis=-1)
     if layer.kind == LayerKind.AVGPOOL:

@@ -141,9 +141,19 @@ class _Lowering:
         return tensor
 
     def const(self, node: Node, tensor: str, what: str) -> np.ndarray:
+        return np.asarray(self.const_value(node, tensor, what), dtype=np.float64)
+
+    def weight(self, node: Node, tensor: str) -> np.ndarray:
+        """A weight constant: float32 and float64 ones as the model stores them (the float network computes
+        in float64 and converts a layer's weights when it uses them: a VGG's 550 MB of float32 weights
+        would take 1.1 GB held as float64), others as float64."""
+        w = self.const_value(node, tensor, "weight")
+        return w if w.dtype in (np.float32, np.float64) else np.asarray(w, dtype=np.float64)
+
+    def const_value(self, node: Node, tensor: str, what: str) -> np.ndarray:
         if tensor not in self.consts:
             raise self.fail(node, f"{what} '{tensor}' must be a constant (an initialiser)")
-        return np.asarray(self.consts[tensor], dtype=np.float64)
+        return np.asarray(self.consts[tensor])
 
     def activation(self, node: Node, tensor: str, flat_ok: bool = False) -> str:
         t = self.canon(tensor)
@@ -351,7 +361,7 @@ class _Lowering:
             _, x, extra = self.pending[node.inputs[0]]
         else:
             x = self.activation(node, node.inputs[0])
-        w = self.const(node, node.inputs[1], "weight")
+        w = self.weight(node, node.inputs[1])
         b = self.const(node, node.inputs[2], "bias") if len(node.inputs) > 2 and node.inputs[2] else None
         a = node.attrs
         if a.get("auto_pad", b"NOTSET") not in (b"NOTSET", "NOTSET"):
@@ -593,17 +603,17 @@ class _Lowering:
         a = node.attrs
         if a.get("transA", 0):
             raise self.fail(node, "transA=1 is not supported")
-        w = self.const(node, node.inputs[1], "weight")
+        w = self.weight(node, node.inputs[1])
         w = w if a.get("transB", 0) else w.T
-        if a.get("alpha", 1.0) != 1.0:  # (a VGG's first classifier weight is 822 MB in float64: no copy for 1)
-            w = w * a["alpha"]
+        if a.get("alpha", 1.0) != 1.0:
+            w = w.astype(np.float64) * a["alpha"]
         b = None
         if len(node.inputs) > 2 and node.inputs[2]:
             b = np.broadcast_to(self.const(node, node.inputs[2], "bias"), (1, w.shape[0]))[0] * a.get("beta", 1.0)
         self._dense(node, node.inputs[0], w, b)
 
     def op_MatMul(self, node: Node) -> None:
-        self._dense(node, node.inputs[0], self.const(node, node.inputs[1], "weight").T, None)
+        self._dense(node, node.inputs[0], self.weight(node, node.inputs[1]).T, None)
 
     def op_Add(self, node: Node) -> None:
         if self._with_constant(node, lambda v: (np.ones_like(v), v), lambda v: (np.ones_like(v), v)):

@@ -191,8 +191,9 @@ def weight_exponents(rows: np.ndarray) -> np.ndarray:
     """Per output channel (row), the power-of-two scale with the least squared error of its int8 weights:
     the finest that holds the largest weight, or the next finer one when clipping that weight costs less
     than the rounding it saves."""
-    top = np.array([exponent_for(max(-lo, hi)) for lo, hi in zip(_by_rows(rows, np.min), _by_rows(rows, np.max),
-                                                                    strict=True)], dtype=np.int64)
+    top = np.array([exponent_for(max(-lo, hi)) for lo, hi in zip(_by_rows(rows, np.min).tolist(),
+                                                                    _by_rows(rows, np.max).tolist(), strict=True)],
+                   dtype=np.int64)
 
     def error(exps: np.ndarray) -> np.ndarray:
         def squared(part: np.ndarray, lo: int) -> np.ndarray:
