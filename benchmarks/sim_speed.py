@@ -8,8 +8,13 @@ pooling, element-wise; compiled by vtacc), found through VTA_SHARED or
 
 - whole process: the median wall time of `vtasim run PROGRAM --zero-inputs`
   (Python start-up, reading the program, the run and writing the results),
-  with the reference's time quoted by the issue and perf/README.md, and
-  the ratio;
+  with the reference's time and the ratio. The reference's time is the one
+  perf/README.md quotes (VTA's behavioral simulator built from its sources
+  by GCC 12 at -O2, which vectorises it; a quiet machine of this kind)
+  unless ``--reference BINARY`` names a build of it that runs a raw
+  directory (``BINARY RAW_DIR``): then each program is exported with
+  `vtasm export` and the reference runs in the same rounds, alternating
+  with vtasim, and the ratio is of the two medians;
 - in process: start-up (importing vtasim, reading the program, building the
   machine: everything before the first instruction, measured in a fresh
   interpreter) and the run alone, with micro-op executions per second;
@@ -18,7 +23,7 @@ pooling, element-wise; compiled by vtacc), found through VTA_SHARED or
 Each round runs every program once, and `python -c "import numpy"` (the floor
 any numpy program pays) too, so all figures of a round see the same machine.
 
-    python benchmarks/sim_speed.py [--runs 5] [--only NAME]
+    python benchmarks/sim_speed.py [--runs 5] [--only NAME] [--reference BINARY]
 """
 
 from __future__ import annotations
@@ -47,9 +52,9 @@ from vtasm.config import default_config  # noqa: E402
 from vtasm.formats.vbin import save_vbin  # noqa: E402
 
 SHARED = Path(os.environ.get("VTA_SHARED", REPO.parent / "shared"))
-# The reference simulator's whole-process times on this kind of machine (issue 14, perf/README.md).
-REFERENCE = {"gemm_stream": (0.17, 0.38), "resnet18_full": (0.40, 0.40), "pooling": (0.31, 0.31),
-             "eltwise": (0.25, 0.25)}
+# The reference simulator's whole-process times on a quiet machine of this kind (perf/README.md: built with
+# a vectorising -O2), when no --reference binary is given to time side by side.
+REFERENCE = {"gemm_stream": 0.14, "resnet18_full": 0.29, "pooling": 0.14, "eltwise": 0.11}
 GOAL = {"gemm_stream": 1.0, "resnet18_full": 0.75, "pooling": 1.0, "eltwise": 1.0}
 
 # Run in a fresh interpreter: start-up (imports, reading, machine) and the run, as JSON.
@@ -110,19 +115,28 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--only", choices=sorted(REFERENCE), help="Measure one program only.")
+    parser.add_argument("--reference", metavar="BINARY",
+                        help="The reference simulator built to run a raw directory (BINARY RAW_DIR): timed in the "
+                             "same rounds instead of quoting perf/README.md.")
     args = parser.parse_args()
+    if args.reference and not shutil.which(args.reference):
+        parser.error(f"--reference {args.reference}: no such program")
     # the sources byte-compiled as for an installed package (make does it too): start-up does not recompile them
     subprocess.run([sys.executable, "-m", "compileall", "-q", "vtasm", "vtasim", "vtacc"], cwd=REPO, check=True)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         paths = build(work, args.only)
+        raws = {name: _export(path, work / f"{name}.raw") for name, path in paths.items()} if args.reference else {}
         walls: dict[str, list[float]] = {name: [] for name in paths}
+        theirs: dict[str, list[float]] = {name: [] for name in raws}
         probes: dict[str, list[dict]] = {name: [] for name in paths}
         floor: list[float] = []
         peaks: dict[str, float] = {}
         for _ in range(args.runs):  # rounds: every program once, so all see the same machine
             floor.append(_wall([sys.executable, "-c", "import numpy"]))
             for name, path in paths.items():
+                if name in raws:  # alternating with vtasim on the same program
+                    theirs[name].append(_wall([args.reference, str(raws[name])]))
                 walls[name].append(_wall([*_vtasim(), "run", str(path), "--zero-inputs", "--out-dir",
                                           str(work / "out")]))
                 out = subprocess.run([sys.executable, "-c", _PROBE, str(path)], check=True, capture_output=True,
@@ -137,15 +151,23 @@ def main() -> None:
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name in paths:
         wall = statistics.median(walls[name])
-        lo, hi = REFERENCE[name]
-        ref = f"{lo:.2f} s" if lo == hi else f"{lo:.2f}-{hi:.2f} s"
-        ratio = f"{wall / lo:.2f}x" if lo == hi else f"{wall / hi:.2f}-{wall / lo:.2f}x"
+        reference = statistics.median(theirs[name]) if name in theirs else REFERENCE[name]
+        ref = f"{reference:.3f} s" + ("" if name in theirs else " (quoted)")
+        ratio = f"{wall / reference:.2f}x"
         startup = statistics.median(p["startup"] for p in probes[name])
         run = statistics.median(p["run"] for p in probes[name])
         p0 = probes[name][0]
         print(f"| {name} | {p0['instructions']:,} | {p0['executions']:,} | {ref} | {wall:.3f} s | {ratio} | "
               f"<= {GOAL[name]:.2f}x | {startup:.3f} s | {run:.3f} s | {p0['executions'] / run / 1e6:.1f} M | "
               f"{peaks[name]:.0f} MiB ({p0['dram'] / 2**20:.0f} MiB) |")
+
+
+def _export(path: Path, raw: Path) -> Path:
+    """The program as the raw interchange directory the reference reads (`vtasm export`)."""
+    vtasm = shutil.which("vtasm", path=str(Path(sys.executable).parent))
+    cmd = [vtasm] if vtasm else [sys.executable, "-m", "vtasm.cli"]
+    subprocess.run([*cmd, "export", str(path), "--raw", str(raw)], check=True, stdout=subprocess.DEVNULL)
+    return raw
 
 
 def _peak_of(cmd: list[str]) -> float:
