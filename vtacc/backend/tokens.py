@@ -41,11 +41,17 @@ class Access:
 
 
 class _Tracker:
-    """Last reader and writer, per stage, of every element of one buffer."""
+    """Per stage, the last instruction that wrote and that read each element of one buffer (-1: none), and
+    whether the stage has touched the buffer at all (a stage that never did needs no look)."""
 
     def __init__(self, size: int):
-        self.write = np.full((3, size), -1, dtype=np.int64)
-        self.read = np.full((3, size), -1, dtype=np.int64)
+        self.write = [np.full(size, -1, dtype=np.int64) for _ in isa.STAGES]
+        self.read = [np.full(size, -1, dtype=np.int64) for _ in isa.STAGES]
+        self.wrote = [False] * len(isa.STAGES)
+        self.was_read = [False] * len(isa.STAGES)
+
+
+_OTHERS = {sid: tuple(t for t in range(len(isa.STAGES)) if t != sid) for sid in range(len(isa.STAGES))}
 
 
 def dependencies(accesses: list[Access], sizes: dict[str, int]) -> list[dict[str, int]]:
@@ -54,37 +60,44 @@ def dependencies(accesses: list[Access], sizes: dict[str, int]) -> list[dict[str
     ``sizes``: the buffers to track and their sizes; ranges in other buffers are not looked at (a buffer
     only one stage touches needs no token)."""
     trackers = {name: _Tracker(size) for name, size in sizes.items()}
+    stages = isa.STAGES
     deps: list[dict[str, int]] = []
     for i, acc in enumerate(accesses):
         sid = STAGE_ID[acc.stage]
+        others = _OTHERS[sid]
         latest = [-1, -1, -1]  # per stage: the latest earlier instruction this one conflicts with
         reads = [(trackers[buf], lo, hi) for buf, lo, hi in acc.reads if buf in trackers]
         writes = [(trackers[buf], lo, hi) for buf, lo, hi in acc.writes if buf in trackers]
+        for tr, lo, hi in reads:  # read after write
+            for t in others:
+                if tr.wrote[t]:
+                    _raise(latest, t, tr.write[t], lo, hi)
+        for tr, lo, hi in writes:  # write after write, write after read
+            for t in others:
+                if tr.wrote[t]:
+                    _raise(latest, t, tr.write[t], lo, hi)
+                if tr.was_read[t]:
+                    _raise(latest, t, tr.read[t], lo, hi)
+        deps.append({stages[t]: latest[t] for t in others if latest[t] >= 0})
         for tr, lo, hi in reads:
-            _latest(latest, tr.write, lo, hi)
+            tr.read[sid][lo : hi + 1] = i
+            tr.was_read[sid] = True
         for tr, lo, hi in writes:
-            _latest(latest, tr.write, lo, hi)
-            _latest(latest, tr.read, lo, hi)
-        deps.append({isa.STAGES[t]: j for t, j in enumerate(latest) if t != sid and j >= 0})
-        for tr, lo, hi in reads:
-            tr.read[sid, lo : hi + 1] = i
-        for tr, lo, hi in writes:
-            tr.write[sid, lo : hi + 1] = i
+            tr.write[sid][lo : hi + 1] = i
+            tr.wrote[sid] = True
         if acc.fence:
             for tr, lo, hi in reads + writes:
-                for t in range(3):
-                    if t != sid:
-                        tr.read[t, lo : hi + 1] = -1
-                        tr.write[t, lo : hi + 1] = -1
+                for t in others:
+                    tr.read[t][lo : hi + 1] = -1
+                    tr.write[t][lo : hi + 1] = -1
     return deps
 
 
-def _latest(latest: list[int], last: np.ndarray, lo: int, hi: int) -> None:
-    """Raise ``latest`` (per stage) to the last access each stage made to elements lo..hi of ``last``."""
-    found = (last[:, lo] if lo == hi else last[:, lo : hi + 1].max(axis=1)).tolist()
-    for t in range(3):
-        if found[t] > latest[t]:
-            latest[t] = found[t]
+def _raise(latest: list[int], stage: int, last: np.ndarray, lo: int, hi: int) -> None:
+    """Raise ``latest[stage]`` to the last access the stage made to elements lo..hi (``last``: its array)."""
+    found = int(last[lo]) if lo == hi else int(last[lo : hi + 1].max())
+    if found > latest[stage]:
+        latest[stage] = found
 
 
 def assign_tokens(stages: list[str], deps: list[dict[str, int]]) -> list[dict[str, int]]:
