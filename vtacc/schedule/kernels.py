@@ -21,6 +21,7 @@ with the ALU); integer sums wrap, so any order gives the same bits.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import itertools
 from dataclasses import dataclass
@@ -186,14 +187,24 @@ def build_kernel(dims: list[Dim], base: tuple[int, int, int], max_uops: int | No
 
     ``spare`` is for accumulating GEMMs only: any execution may then write a
     partial-sum copy of its element instead. Without it, an iteration space
-    whose every folding breaks the rules is an error. Kernels are cached: the
-    tiles of an operator (and the candidates the tiler confirms) repeat them.
+    whose every folding breaks the rules is an error. Kernels are cached
+    without their base: the rules compare indices with one another, never
+    with a place in the buffer, so a kernel found at one base holds moved to
+    any other (every tile, thread slot and candidate the tiler confirms folds
+    the same iteration spaces at other bases).
     """
-    return _build(tuple(dims), base, max_uops, spare)
+    relative = None if spare is None else dataclasses.replace(spare, acc=0, base=spare.base - spare.acc)
+    kernel = _build(tuple(dims), max_uops, relative)
+    if base == (0, 0, 0):
+        return kernel
+    bd, bs, bw = base
+    return dataclasses.replace(kernel, uops=tuple((d + bd, s + bs, w + bw) for d, s, w in kernel.uops))
 
 
 @functools.lru_cache(maxsize=8192)
-def _build(dims: tuple[Dim, ...], base: tuple[int, int, int], max_uops: int | None, spare: Spare | None) -> Kernel:
+def _build(dims: tuple[Dim, ...], max_uops: int | None, spare: Spare | None) -> Kernel:
+    """The kernel of an iteration space at base (0, 0, 0); ``spare`` with its offsets relative to acc 0."""
+    base = (0, 0, 0)
     live = [d for d in dims if d.extent > 1]
     merged = _merge(live)
     variants = [merged] if merged == live else [merged, live]
