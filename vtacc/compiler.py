@@ -219,24 +219,27 @@ def sampled_cycles(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig, tensor
     """An operator's cycles under a tiling by the full timing model, without generating it whole.
 
     A small operator is generated and timed whole. A larger one is timed on
-    its first k tiles and its first 2k tiles (k whole periods of its schedule,
-    about SAMPLE_INSTRUCTIONS instructions or SAMPLE_BYTES bytes of DRAM
-    traffic, whichever is fewer): the second run less the first is
-    what k tiles cost once the pipeline is full, and the rest of the tiles
-    are counted at that rate.
+    its first 2k tiles (k whole periods of its schedule, about
+    SAMPLE_INSTRUCTIONS instructions or SAMPLE_BYTES bytes of DRAM traffic,
+    whichever is fewer): what the second k tiles took, from the cycle the
+    first k were done to the cycle all 2k were, is their cost once the
+    pipeline is full, and the rest of the tiles are counted at that rate.
     """
-    def timed(limit: int | None) -> int:
-        groups = schedule_operator(op, t, needs, cfg, limit)
-        return time_program(generate(groups, tensors, {}, [], cfg, source_name).program, profile,
-                            record=False).report.cycles
-
     tiles, period = tile_count(op, t, cfg)
     per_tile = min(tiles * SAMPLE_INSTRUCTIONS // max(t.instructions, 1), tiles * SAMPLE_BYTES // max(t.dram_bytes, 1))
     k = max(1, per_tile // period) * period  # whole periods
-    if 3 * k >= tiles:
-        return timed(None)
-    first, second = timed(k), timed(2 * k)
-    return second + round((tiles - 2 * k) * (second - first) / k)
+    limit = None if 3 * k >= tiles else 2 * k
+    groups = schedule_operator(op, t, needs, cfg, limit)
+    generated = generate(groups, tensors, {}, [], cfg, source_name)
+    timing = time_program(generated.program, profile, record=False)
+    if limit is None:
+        return timing.report.cycles
+    setup = len(groups) - limit  # the constants' group, if any, comes first
+    halfway = setup + k  # the first group of the second k tiles
+    done_k = max(x.end for x, e in zip(timing.timeline.insns, generated.emitted, strict=False)
+                 if e.group is not None and e.group < halfway)
+    done = timing.report.cycles
+    return done + round((tiles - 2 * k) * (done - done_k) / k)
 
 
 def _operand_kinds(op) -> tuple:
