@@ -79,12 +79,14 @@ class _Builder:
         self.position: dict[tuple, int] = {}  # kernel -> its place in that order
         self.uop_next = 0
         self.out: list[Emitted] = []
+        self.last = dict.fromkeys(isa.STAGES, -1)
         self.dram_state: dict[str, set[str]] = {}  # tensor -> stages that touched it since the last fence
         self.uop_loads = 0
         self.uop_entries = port.portable_uop_entries(cfg.uop_depth)  # what every measured design's buffer holds
 
     # -- helpers --------------------------------------------------------------
     def emit(self, insn: Instruction, access: Access, group: int | None, note: str = "") -> None:
+        self.last[access.stage] = len(self.out)  # the stage's last instruction so far (FINISH waits for it)
         self.out.append(Emitted(insn, access, group, note))  # fields are checked at once when the program is done
 
     def dram_base(self, tensor: str, elem_bytes: int, elem: int) -> int:
@@ -171,10 +173,11 @@ class _Builder:
         self._fence_if_needed(step.tensor, stage, group)
         d = step.dma
         eb = isa.elem_bytes(self.cfg, mtype)
-        insn = make_instruction("load", memory_type=mtype, sram_base=d.sram,
-                                dram_base=self.dram_base(step.tensor, eb, d.dram_elem), y_size=d.y, x_size=d.x,
-                                x_stride=d.stride, y_pad_0=d.pads[0], y_pad_1=d.pads[1], x_pad_0=d.pads[2],
-                                x_pad_1=d.pads[3])
+        fields = _LOAD.copy()
+        fields.update(memory_type=mtype, sram_base=d.sram, dram_base=self.dram_base(step.tensor, eb, d.dram_elem),
+                      y_size=d.y, x_size=d.x, x_stride=d.stride, y_pad_0=d.pads[0], y_pad_1=d.pads[1],
+                      x_pad_0=d.pads[2], x_pad_1=d.pads[3])
+        insn = Instruction("load", fields)
         access = Access(stage, [(f"dram:{step.tensor}", 0, 0)], [(step.buffer, d.sram, d.sram + d.sram_elems - 1)])
         self.emit(insn, access, group)
 
@@ -182,37 +185,46 @@ class _Builder:
         self._fence_if_needed(step.tensor, "store", group)
         d = step.dma
         eb = self.cfg.out_elem_bytes
-        insn = make_instruction("store", memory_type=isa.MEM_TYPES["out"], sram_base=d.sram,
-                                dram_base=self.dram_base(step.tensor, eb, d.dram_elem), y_size=d.y, x_size=d.x,
-                                x_stride=d.stride)
+        fields = _STORE.copy()
+        fields.update(memory_type=isa.MEM_TYPES["out"], sram_base=d.sram,
+                      dram_base=self.dram_base(step.tensor, eb, d.dram_elem), y_size=d.y, x_size=d.x, x_stride=d.stride)
+        insn = Instruction("store", fields)
         access = Access("store", [(ACC, d.sram, d.sram + d.y * d.x - 1)], [(f"dram:{step.tensor}", 0, 0)])
         self.emit(insn, access, group)
 
     def compute(self, step: Gemm | Alu, group: int) -> None:
         k = step.kernel
         slot = self._uop_slot(k, group)
-        common = dict(uop_bgn=slot, uop_end=slot + len(k.uops), iter_out=k.iter_out, iter_in=k.iter_in,
-                      dst_factor_out=k.dst[0], dst_factor_in=k.dst[1], src_factor_out=k.src[0],
-                      src_factor_in=k.src[1])
+        end = slot + len(k.uops)
         dst_lo, dst_hi = k.indices(0)
-        reads = [("uop", slot, slot + len(k.uops) - 1)]
+        reads = [("uop", slot, end - 1)]
         writes = [(ACC, dst_lo, dst_hi)]
-        if isinstance(step, Gemm):
-            insn = make_instruction("gemm", reset=int(step.reset), wgt_factor_out=k.wgt[0], wgt_factor_in=k.wgt[1],
-                                    **common)
+        if type(step) is Gemm:
+            fields = _GEMM.copy()
+            fields.update(reset=int(step.reset), uop_bgn=slot, uop_end=end, iter_out=k.iter_out, iter_in=k.iter_in,
+                          dst_factor_out=k.dst[0], dst_factor_in=k.dst[1], src_factor_out=k.src[0],
+                          src_factor_in=k.src[1], wgt_factor_out=k.wgt[0], wgt_factor_in=k.wgt[1])
+            insn = Instruction("gemm", fields)
             if not step.reset:
                 src_lo, src_hi = k.indices(1)
                 wgt_lo, wgt_hi = k.indices(2)
                 reads += [(INP, src_lo, src_hi), (WGT, wgt_lo, wgt_hi)]
         else:
             imm = step.imm
-            insn = make_instruction("alu", alu_opcode=ALU_OP[step.op], use_imm=int(imm is not None),
-                                    imm=imm if imm is not None else 0, **common)
+            fields = _ALU.copy()
+            fields.update(alu_opcode=ALU_OP[step.op], use_imm=int(imm is not None), imm=imm if imm is not None else 0,
+                          uop_bgn=slot, uop_end=end, iter_out=k.iter_out, iter_in=k.iter_in, dst_factor_out=k.dst[0],
+                          dst_factor_in=k.dst[1], src_factor_out=k.src[0], src_factor_in=k.src[1])
+            insn = Instruction("alu", fields)
             reads.append((ACC, dst_lo, dst_hi))
             if imm is None:
                 src_lo, src_hi = k.indices(1)
                 reads.append((ACC, src_lo, src_hi))
         self.emit(insn, Access("compute", reads, writes), group)
+
+
+# every field zero but the opcode: what load(), store() and compute() fill in (make_instruction's templates)
+_LOAD, _STORE, _GEMM, _ALU = (make_instruction(kind).fields for kind in ("load", "store", "gemm", "alu"))
 
 
 def generate(groups: list[Group], tensors: list[DramTensor], constants: dict[str, bytes], outputs: list[str],
@@ -231,7 +243,7 @@ def generate(groups: list[Group], tensors: list[DramTensor], constants: dict[str
                 b.store(step, gi)
             else:
                 b.compute(step, gi)
-    last = {s: max((i for i, e in enumerate(b.out) if e.access.stage == s), default=-1) for s in isa.STAGES}
+    last = dict(b.last)
     b.emit(make_instruction("finish"), Access("compute"), None, "end of program")
     # the micro-op buffer is loaded and read by the compute stage alone: no token guards it
     sizes = {INP: cfg.inp_depth, WGT: cfg.wgt_depth, ACC: cfg.acc_depth}
@@ -248,10 +260,14 @@ def generate(groups: list[Group], tensors: list[DramTensor], constants: dict[str
     uop_addr = b.data_end
     insn_addr = _align(uop_addr + 4 * len(b.uops)) if b.uops else uop_addr
     source_map = {}
+    located: dict[int | None, SourceLoc | None] = {None: None}  # one SourceLoc per group, shared by its instructions
     for i, e in enumerate(b.out):
-        span = groups[e.group].span if e.group is not None else None
-        if span is not None:
-            source_map[i] = SourceLoc(source_name, span.line)
+        loc = located.get(e.group, False)
+        if loc is False:
+            span = groups[e.group].span
+            loc = located[e.group] = SourceLoc(source_name, span.line) if span is not None else None
+        if loc is not None:
+            source_map[i] = loc
     infos: list[TensorInfo] = [t.tensor_info() for t in tensors if not t.constant]
     dumps = [DumpRange(b.seg_addr[name], tensors_by(tensors, name).nbytes, f"{name}.bin") for name in outputs]
     program = Program(cfg, stream, b.uops, insn_addr, uop_addr, b.segments, infos, dumps,
