@@ -155,23 +155,25 @@ def _pipelined(tiles: int, chunks: int, load: float, gemm: int, tile_load: float
     tile's period. ``epilogue`` and ``store``: of every tile, and of the last
     one (whose parts overlap).
     """
-    loaded = [0.0, 0.0]  # load-stage end of the last two chunks (older first)
-    freed = [0.0, 0.0]  # GEMM end of the last two chunks
-    stored = [0.0, 0.0]  # store end of the last two tiles
+    # This loop runs for every candidate tiling: plain comparisons, not max() (``b if b > a else a`` is
+    # max(a, b), the same value).
+    loaded = 0.0  # load-stage end of the last chunk
+    freed0 = freed1 = 0.0  # GEMM end of the last two chunks (older first)
+    stored0 = stored1 = 0.0  # store end of the last two tiles
     core = 0.0
     played = min(tiles, sample)
     for k in range(played):
         last = k == tiles - 1
-        core = max(core, stored[0]) + reset
+        core = (stored0 if stored0 > core else core) + reset
         for c in range(chunks):
             extra = (tile_load + (first_extra if k == 0 else 0)) if c == 0 else 0
-            end = max(loaded[1], freed[0]) + load + extra
-            loaded = [loaded[1], end]
-            core = max(core, end) + gemm
-            freed = [freed[1], core]
+            end = (freed0 if freed0 > loaded else loaded) + load + extra
+            loaded = end
+            core = (end if end > core else core) + gemm
+            freed0, freed1 = freed1, core
         core += epilogue[last]
-        stored = [stored[1], max(core, stored[1]) + store[last]]
+        stored0, stored1 = stored1, (stored1 if stored1 > core else core) + store[last]
     if played == tiles:
-        return stored[1]
-    period = stored[1] - stored[0] if played > 1 else stored[1]
-    return stored[1] + (tiles - played) * period + epilogue[1] - epilogue[0] + store[1] - store[0]
+        return stored1
+    period = stored1 - stored0 if played > 1 else stored1
+    return stored1 + (tiles - played) * period + epilogue[1] - epilogue[0] + store[1] - store[0]
