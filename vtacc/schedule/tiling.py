@@ -94,18 +94,17 @@ def _valid_rows(start: int, count: int, stride: int, k: int, pad: int, size: int
 @functools.lru_cache(maxsize=4096)
 def _spatial_sum(pr: Problem, th: int, tw: int, gemm: bool = False) -> tuple[int, int]:
     """(number of spatial tiles, sum over them of valid input pixels) for one channel plane."""
-    tiles, pixels = 0, 0
+    # a tile's valid rows depend on its first row only and its columns on its first column only, so the sum
+    # over the grid of tiles is the product of the two sums
+    rows = []
     for h0 in range(0, pr.oh, th):
-        rows = _valid_rows(h0, min(th, pr.oh - h0), pr.stride, pr.kh, pr.pad, pr.ih)
-        if gemm and skips_rows(pr):
-            rows = min(th, pr.oh - h0)
-        for w0 in range(0, pr.ow, tw):
-            cols = _valid_rows(w0, min(tw, pr.ow - w0), pr.stride, pr.kw, pr.pad, pr.iw)
-            if gemm and tw >= pr.ow:
-                cols = max(cols, min(window_cols(pr, tw), pr.iw))
-            tiles += 1
-            pixels += rows * cols
-    return tiles, pixels
+        rows.append(min(th, pr.oh - h0) if gemm and skips_rows(pr)
+                    else _valid_rows(h0, min(th, pr.oh - h0), pr.stride, pr.kh, pr.pad, pr.ih))
+    cols = []
+    for w0 in range(0, pr.ow, tw):
+        c = _valid_rows(w0, min(tw, pr.ow - w0), pr.stride, pr.kw, pr.pad, pr.iw)
+        cols.append(max(c, min(window_cols(pr, tw), pr.iw)) if gemm and tw >= pr.ow else c)
+    return len(rows) * len(cols), sum(rows) * sum(cols)
 
 
 @functools.lru_cache(maxsize=4096)
