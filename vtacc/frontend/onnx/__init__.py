@@ -20,7 +20,7 @@ import numpy as np
 from vtasm.errors import FormatError, ModelError
 from vtasm.fileio import read_npy
 
-from .accuracy import measure
+from .accuracy import SAMPLES, measure
 from .emit_vk import emit_vk, kernel_name
 from .graph import load_graph
 from .network import LayerKind, Network, layer_macs, lower
@@ -150,7 +150,7 @@ def import_model(path: str | Path, calibration: str | Path | np.ndarray | None =
                                        "the calibration array")
         else:
             data = read_calibration(calibration, network.name, shape)
-    qnet = quantise(network, data, method)
+    qnet = quantise(network, data, method, keep=SAMPLES if data is not None else 0)
     if data is not None:
         qnet.sqnr = measure(qnet, data)
     parts = partition(qnet)

@@ -33,8 +33,9 @@ def measure(qnet: QuantisedNetwork, data: np.ndarray, samples: int = SAMPLES) ->
     net = qnet.network
     signal: dict[str, float] = {}
     noise: dict[str, float] = {}
+    kept, qnet.float_sample = qnet.float_sample, None  # what calibration computed of these inputs, if it did
     for piece in batches(net, data[:samples]):
-        want = run_float(net, piece)
+        want = kept if kept is not None and len(piece) == samples else run_float(net, piece)
         got = run_int8(qnet, qnet.quantise_input(piece))
         for t, q in got.items():
             if t == net.input or t not in want or t not in qnet.exps:

@@ -67,10 +67,17 @@ def exponent_for(magnitude: float) -> int:
     return math.ceil(math.log2(magnitude / 127.0) - 1e-12)
 
 
-def calibrate(net: Network, data: np.ndarray) -> dict[str, Statistics]:
-    """Every tensor's statistics over the calibration inputs, a bounded piece at a time."""
+def calibrate(net: Network, data: np.ndarray, keep: int = 0
+              ) -> tuple[dict[str, Statistics], dict[str, np.ndarray] | None]:
+    """Every tensor's statistics over the calibration inputs, a bounded piece at a time; and, when the
+    first piece is the first ``keep`` inputs exactly, its float activations (the SQNR report needs those
+    again: accuracy.measure)."""
     stats: dict[str, Statistics] = {}
-    for piece in batches(net, data):
-        for t, v in run_float(net, piece).items():
+    kept = None
+    for k, piece in enumerate(batches(net, data)):
+        values = run_float(net, piece)
+        if k == 0 and keep and len(piece) == keep:
+            kept = values
+        for t, v in values.items():
             stats.setdefault(t, Statistics()).add(v)
-    return stats
+    return stats, kept

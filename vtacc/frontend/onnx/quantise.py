@@ -64,6 +64,7 @@ class QuantisedNetwork:
     ranges: dict[str, float]  # calibration: largest magnitude seen per tensor
     notes: list[str]
     sqnr: dict[str, float] = field(default_factory=dict)  # tensor -> int8 against float on calibration data, dB
+    float_sample: dict[str, np.ndarray] | None = None  # the float activations of the first inputs, if kept
 
     @property
     def input_exp(self) -> int:
@@ -98,18 +99,20 @@ class _Ties:
             self.parent[ra] = rb
 
 
-def quantise(net: Network, calibration: np.ndarray | None, method: str = "mse") -> QuantisedNetwork:
+def quantise(net: Network, calibration: np.ndarray | None, method: str = "mse", keep: int = 0) -> QuantisedNetwork:
     """Choose every scale (from the calibration inputs and the model's hints) and quantise every layer.
 
     ``method``: "max" gives each tensor the finest scale that holds its largest calibration magnitude;
     "mse" the power-of-two scale with the least squared error over the calibration values (it may clip
-    rare large values for finer steps).
+    rare large values for finer steps). ``keep``: hold the float activations of the first ``keep``
+    calibration inputs when calibration computed them in one piece (QuantisedNetwork.float_sample).
     """
     notes: list[str] = []
     tensors = [net.input] + [t for layer in net.layers for t in layer.outputs if t]
     stats: dict[str, Statistics] = {}
+    sample = None
     if calibration is not None:
-        stats = calibrate(net, calibration)
+        stats, sample = calibrate(net, calibration, keep)
     ranges = {t: s.largest for t, s in stats.items()}
     raw: dict[str, int] = {}
     for t in tensors:
@@ -143,7 +146,7 @@ def quantise(net: Network, calibration: np.ndarray | None, method: str = "mse") 
                              f"scale 2^{e}, outside the 2^-{EXP_LIMIT}..2^{EXP_LIMIT} a network file holds",
                              node=producer.sources[0] if producer and producer.sources else None)
     layers = [_quantise_layer(layer, exps, net.shapes, notes) for layer in net.layers]
-    return QuantisedNetwork(net, layers, exps, ranges, notes)
+    return QuantisedNetwork(net, layers, exps, ranges, notes, float_sample=sample)
 
 
 def _bounds(layer: Layer, e: int) -> tuple[int, int]:
