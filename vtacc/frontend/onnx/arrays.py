@@ -1,8 +1,9 @@
 """The layers' arithmetic in numpy, written from the math: convolution, pooling, averages.
 
-Used with float inputs for calibration and with integer-valued float64
-arrays by the int8 reference: int8 products summed over at most a few
-thousand terms stay far below 2**53, so float64 BLAS computes them exactly.
+Used with float inputs for calibration and with integer-valued float arrays
+by the int8 reference: int8 products summed over at most a few thousand
+terms stay far below 2**53, so float64 BLAS computes them exactly (float32
+where every sum stays below 2**24: reference.py picks).
 """
 
 from __future__ import annotations
