@@ -85,6 +85,7 @@ def main() -> int:
     except ValueError as e:
         parser.error(str(e))
     built = time.perf_counter() - started
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)  # out/zoo/ on a fresh checkout (make demo)
     onnx.save(model, str(args.out))
     print(f"{summary(args.name, model)} (built in {built:.2f} s)")
     return 0 if not args.check or check(model, args.seed) else 1
