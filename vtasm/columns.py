@@ -129,11 +129,13 @@ class InstructionList(LazyList[Instruction]):
 
     noun = "instruction"
 
-    def __init__(self, columns: StreamColumns):
+    def __init__(self, columns: StreamColumns, built: Sequence[Instruction] | None = None):
+        """``built``: the Instruction objects of these columns, when the caller has them (handed out as they
+        are instead of being built again)."""
         self.columns = columns
         self._names = {op: _decode_order(isa.layout(spec.name, columns.cfg)) for op, spec in isa.KIND_BY_OPCODE.items()}
         self._head = _decode_order(isa.layout("finish", columns.cfg))
-        super().__init__(len(columns), self._build)
+        super().__init__(len(columns), self._build, built)
 
     @property
     def data(self) -> bytes:
@@ -221,9 +223,7 @@ def encoded_stream(instructions: Sequence[Instruction], cfg: VTAConfig) -> Instr
     """The instructions encoded once (fields checked as encode_instructions checks them), as a stream that
     keeps its bytes and columns for whoever reads them and hands out these same Instruction objects."""
     insns = list(instructions)
-    stream = decode_stream(encode_instructions(insns, cfg), cfg)
-    stream._built[:] = insns
-    return stream
+    return InstructionList(decode_columns(encode_instructions(insns, cfg), cfg), built=insns)
 
 
 def stream_bytes(instructions: Sequence[Instruction], cfg: VTAConfig) -> bytes:

@@ -52,18 +52,22 @@ class Instruction:
 
 def make_instruction(kind: str, **values: int) -> Instruction:
     """An instruction of a kind with all fields zero except the opcode and ``values``."""
-    template = _TEMPLATES[kind]
-    if not values.keys() <= template.keys():
-        unknown = next(name for name in values if name not in template)
+    fields = blank_fields(kind)
+    if not values.keys() <= fields.keys():
+        unknown = next(name for name in values if name not in fields)
         raise EncodeError(f"{kind} has no field {unknown}")
-    fields = template.copy()
     fields.update(values)
     return Instruction(kind, fields)
 
 
-# per kind: every field zero but the opcode (make_instruction copies one)
-_TEMPLATES = {kind: {f.name: (spec.opcode if f.name == "opcode" else 0) for f in spec.fields}
-              for kind, spec in isa.KINDS.items()}
+def blank_fields(kind: str) -> dict[str, int]:
+    """A new dict of every field of an instruction kind, zero but the opcode (a code generator fills in the
+    rest by name; the encoder checks names and ranges when the stream is encoded)."""
+    return _BLANK[kind].copy()
+
+
+_BLANK = {kind: {f.name: (spec.opcode if f.name == "opcode" else 0) for f in spec.fields}
+          for kind, spec in isa.KINDS.items()}
 
 
 @dataclass(frozen=True)

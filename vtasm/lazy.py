@@ -19,8 +19,9 @@ class LazyList(Sequence, Generic[T]):
 
     noun = "item"  # what the items are called in messages
 
-    def __init__(self, n: int, build: Callable[[int], T]):
-        self._built: list[T | None] = [None] * n
+    def __init__(self, n: int, build: Callable[[int], T], built: Sequence[T] | None = None):
+        """``built``: the n items already made, if the caller has them."""
+        self._built: list[T | None] = list(built) if built is not None else [None] * n
         self._make = build
 
     def __len__(self) -> int:

@@ -21,14 +21,13 @@ from vtasm import isa
 from vtasm import portability as port
 from vtasm.columns import encoded_stream
 from vtasm.config import VTAConfig
-from vtasm.encoding import Instruction, MicroOp, make_instruction
+from vtasm.encoding import Instruction, MicroOp, blank_fields, make_instruction
 from vtasm.errors import CompileError, EncodeError
 from vtasm.program import DumpRange, Program, Segment, SourceLoc, TensorInfo
 
 from .tokens import Access, assign_tokens, dependencies
 
 PAGE = 4096
-assert isa.stage_of(isa.OPCODES["load"], isa.MEM_TYPES["uop"]) == isa.COMPUTE_STAGE  # see generate's sizes
 UOP_BATCH = 512  # micro-ops one LOAD UOP may bring ahead of their first use
 MEM = {INP: isa.MEM_TYPES["inp"], WGT: isa.MEM_TYPES["wgt"], ACC: isa.MEM_TYPES["acc"]}
 ALU_OP = isa.ALU_OPS
@@ -173,7 +172,7 @@ class _Builder:
         self._fence_if_needed(step.tensor, stage, group)
         d = step.dma
         eb = isa.elem_bytes(self.cfg, mtype)
-        fields = _LOAD.copy()
+        fields = blank_fields("load")
         fields.update(memory_type=mtype, sram_base=d.sram, dram_base=self.dram_base(step.tensor, eb, d.dram_elem),
                       y_size=d.y, x_size=d.x, x_stride=d.stride, y_pad_0=d.pads[0], y_pad_1=d.pads[1],
                       x_pad_0=d.pads[2], x_pad_1=d.pads[3])
@@ -185,7 +184,7 @@ class _Builder:
         self._fence_if_needed(step.tensor, "store", group)
         d = step.dma
         eb = self.cfg.out_elem_bytes
-        fields = _STORE.copy()
+        fields = blank_fields("store")
         fields.update(memory_type=isa.MEM_TYPES["out"], sram_base=d.sram,
                       dram_base=self.dram_base(step.tensor, eb, d.dram_elem), y_size=d.y, x_size=d.x, x_stride=d.stride)
         insn = Instruction("store", fields)
@@ -200,7 +199,7 @@ class _Builder:
         reads = [("uop", slot, end - 1)]
         writes = [(ACC, dst_lo, dst_hi)]
         if type(step) is Gemm:
-            fields = _GEMM.copy()
+            fields = blank_fields("gemm")
             fields.update(reset=int(step.reset), uop_bgn=slot, uop_end=end, iter_out=k.iter_out, iter_in=k.iter_in,
                           dst_factor_out=k.dst[0], dst_factor_in=k.dst[1], src_factor_out=k.src[0],
                           src_factor_in=k.src[1], wgt_factor_out=k.wgt[0], wgt_factor_in=k.wgt[1])
@@ -211,7 +210,7 @@ class _Builder:
                 reads += [(INP, src_lo, src_hi), (WGT, wgt_lo, wgt_hi)]
         else:
             imm = step.imm
-            fields = _ALU.copy()
+            fields = blank_fields("alu")
             fields.update(alu_opcode=ALU_OP[step.op], use_imm=int(imm is not None), imm=imm if imm is not None else 0,
                           uop_bgn=slot, uop_end=end, iter_out=k.iter_out, iter_in=k.iter_in, dst_factor_out=k.dst[0],
                           dst_factor_in=k.dst[1], src_factor_out=k.src[0], src_factor_in=k.src[1])
@@ -221,10 +220,6 @@ class _Builder:
                 src_lo, src_hi = k.indices(1)
                 reads.append((ACC, src_lo, src_hi))
         self.emit(insn, Access("compute", reads, writes), group)
-
-
-# every field zero but the opcode: what load(), store() and compute() fill in (make_instruction's templates)
-_LOAD, _STORE, _GEMM, _ALU = (make_instruction(kind).fields for kind in ("load", "store", "gemm", "alu"))
 
 
 def generate(groups: list[Group], tensors: list[DramTensor], constants: dict[str, bytes], outputs: list[str],
@@ -245,7 +240,8 @@ def generate(groups: list[Group], tensors: list[DramTensor], constants: dict[str
                 b.compute(step, gi)
     last = dict(b.last)
     b.emit(make_instruction("finish"), Access("compute"), None, "end of program")
-    # the micro-op buffer is loaded and read by the compute stage alone: no token guards it
+    # the micro-op buffer is loaded and read by the compute stage alone (isa.stage_of; tested): no token
+    # guards it
     sizes = {INP: cfg.inp_depth, WGT: cfg.wgt_depth, ACC: cfg.acc_depth}
     sizes.update({f"dram:{t.name}": 1 for t in tensors})
     deps = dependencies([e.access for e in b.out], sizes)

@@ -14,6 +14,8 @@ the tile and added back into it with the ALU.
 
 from __future__ import annotations
 
+import functools
+
 from .dma import MAX_FIELD, box_dmas, padded_plane_dma
 from .kernels import Dim, Spare, build_kernel, contiguous
 from .operators import GemmProducer
@@ -26,6 +28,13 @@ def weight_dma(gemm: GemmProducer, pr: Problem, g: int, c0: int, nc: int, ic0: i
     kk = pr.kh * pr.kw
     oc = g * pr.oc_t + c0
     return box_dmas((gemm.w.n_tiles, pr.ic_t, 1, kk), (oc, ic0, 0, 0), (nc, nic, 1, kk), sram)[0]
+
+
+@functools.lru_cache(maxsize=4096)
+def chunk_window(pr: Problem, nn: int, nic: int, nh: int, nw: int) -> tuple[Dma, ...]:
+    """The DMAs of one chunk's input window as a tiling of ``pr`` cuts it (from the origin, at SRAM 0): what
+    the tiler counts and the cost model times, once per size."""
+    return tuple(window_dmas((pr.n_t, pr.groups * pr.ic_t, pr.ih, pr.iw), pr, 0, nn, 0, nic, 0, nh, 0, nw, 0))
 
 
 def window_dmas(dims: tuple[int, int, int, int], pr: Problem, n0: int, nn: int, c0: int, nic: int, h0: int,

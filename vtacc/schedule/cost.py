@@ -31,7 +31,7 @@ from vtasm import isa
 from vtasm.config import VTAConfig
 from vtasm.encoding import make_instruction
 
-from .convolution import window_dmas
+from .convolution import chunk_window
 from .dma import box_dmas
 from .epilogue import Needs
 from .kernels import copies_needed
@@ -138,9 +138,7 @@ class CostModel:
         key = (sh, tn, nic, th, tw)
         found = self._inputs.get(key)
         if found is None:
-            dims = (sh.n_t, sh.groups * sh.ic_t, sh.ih, sh.iw)
-            found = self._inputs[key] = sum(self.dma(INP, d.y, d.x)
-                                            for d in window_dmas(dims, sh, 0, tn, 0, nic, 0, th, 0, tw, 0))
+            found = self._inputs[key] = sum(self.dma(INP, d.y, d.x) for d in chunk_window(sh, tn, nic, th, tw))
         return found
 
 

@@ -207,7 +207,13 @@ def tile_count(op: Operator, t: Tiling, cfg: VTAConfig) -> tuple[int, int]:
     many the schedule repeats itself at the least (the innermost loop's trips times the threads)."""
     pr = problem_of(op, cfg)
     inner = math.ceil(pr.ow / t.tw) if t.order == "weights" else math.ceil(pr.oc_t / t.toc)
-    return sum(1 for _ in _tiles(t, pr, t.order)), math.lcm(inner, t.threads)
+    return _tile_total(t, pr), math.lcm(inner, t.threads)
+
+
+def _tile_total(t: Tiling, pr: Problem) -> int:
+    """How many tiles _tiles yields."""
+    return pr.groups * math.ceil(pr.oc_t / t.toc) * math.ceil(pr.n_t / t.tn) * math.ceil(pr.oh / t.th) \
+        * math.ceil(pr.ow / t.tw)
 
 
 def schedule_operator(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig, limit: int | None = None) -> list[Group]:
@@ -233,7 +239,7 @@ def schedule_operator(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig, lim
     last_inputs: tuple | None = None
     icount = 0
     chunk_count = 0
-    tiles = sum(1 for _ in _tiles(t, pr, t.order))
+    tiles = _tile_total(t, pr)
     for g, c0, n0, h0, w0 in _tiles(t, pr, t.order):
         if limit is not None and counter >= limit:
             break

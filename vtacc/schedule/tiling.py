@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from vtasm.config import VTAConfig
 from vtasm.errors import CompileError
 
-from .convolution import window_dmas
+from .convolution import chunk_window
 from .cost import CostModel
 from .epilogue import Needs
 from .operators import GemmProducer, Operator, PoolProducer
@@ -107,12 +107,6 @@ def _spatial_sum(pr: Problem, th: int, tw: int, gemm: bool = False) -> tuple[int
     return len(rows) * len(cols), sum(rows) * sum(cols)
 
 
-@functools.lru_cache(maxsize=4096)
-def _window_loads(pr: Problem, tn: int, nic: int, th: int, tw: int) -> int:
-    """How many LOADs one chunk's input window takes (as the scheduler cuts it)."""
-    return len(window_dmas((pr.n_t, pr.groups * pr.ic_t, pr.ih, pr.iw), pr, 0, tn, 0, nic, 0, th, 0, tw, 0))
-
-
 def partial_elems(t: Tiling, pr: Problem, gemm: bool) -> int:
     """Spare accumulator elements per thread for partial sums (kernels.Spare).
 
@@ -168,7 +162,7 @@ def _evaluate(t: Tiling, pr: Problem, needs: Needs, cfg: VTAConfig, gemm: bool, 
             x_bytes = x_total
             w_bytes = w_total * n_groups * sp_tiles
         nic = t.tic if t.order == "weights" else pr.ic_t
-        x_loads_per_chunk = _window_loads(pr, t.tn, nic, t.th, t.tw)
+        x_loads_per_chunk = len(chunk_window(pr, t.tn, nic, t.th, t.tw))
         insns += tiles * (chunks * (x_loads_per_chunk + 1 + 1) + 1)
         traffic = x_bytes + w_bytes
     elif pool:
