@@ -13,6 +13,9 @@ from vtasm.formats.network import HostNode
 
 from .arrays import conv2d, windows
 from .network import Layer, LayerKind, Network, unhandled
+from .wire import release
+
+DENSE_BLOCK_ELEMENTS = 1 << 22  # about this many weights of a large dense layer converted to float64 at a time
 
 
 def run_float(net: Network, x: np.ndarray) -> dict[str, np.ndarray]:
@@ -54,11 +57,14 @@ def _host_layer(net: Network, layer: Layer, values: dict[str, np.ndarray]) -> di
 
 def _float_layer(layer: Layer, ins: list[np.ndarray]) -> np.ndarray:
     x = ins[0]
-    if layer.kind in (LayerKind.CONV, LayerKind.DENSE):
+    if layer.kind == LayerKind.CONV:
         w = layer.weight.astype(np.float64, copy=False)  # held as the model stores it (network.weight)
-        if layer.kind == LayerKind.CONV:
-            return conv2d(x, w, layer.stride, layer.pad, layer.groups) + layer.bias[None, :, None, None]
-        return x.reshape(x.shape[0], -1) @ w.T + layer.bias
+        release(layer.weight)  # a weight mapped from the model file: its pages go until it is used again
+        return conv2d(x, w, layer.stride, layer.pad, layer.groups) + layer.bias[None, :, None, None]
+    if layer.kind == LayerKind.DENSE:
+        y = _dense(x.reshape(x.shape[0], -1), layer.weight) + layer.bias
+        release(layer.weight)
+        return y
     if layer.kind == LayerKind.MAXPOOL:
         return windows(x, layer.size, layer.stride, layer.pad, -np.inf, layer.pad_end).max(axis=-1)
     if layer.kind == LayerKind.AVGPOOL:
@@ -72,6 +78,20 @@ def _float_layer(layer: Layer, ins: list[np.ndarray]) -> np.ndarray:
     if layer.kind == LayerKind.CLIP:
         return x  # the bounds are applied by the caller
     raise unhandled(layer, "the float network")
+
+
+def _dense(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """x @ w.T in float64, ``w`` (as the model stores it) converted a block of output rows at a time when
+    it is large: a VGG's first classifier layer (100 M float32 weights) would take 820 MB as one float64
+    copy. The blocks split the outputs, never a sum, and stay large enough (DENSE_BLOCK_ELEMENTS) for BLAS
+    to take the path it takes for the whole product (small products take another, rounding otherwise)."""
+    if w.dtype == np.float64 or w.size <= 2 * DENSE_BLOCK_ELEMENTS:
+        return x @ w.astype(np.float64, copy=False).T
+    rows = -(-DENSE_BLOCK_ELEMENTS // w.shape[1] // 64) * 64
+    out = np.empty((x.shape[0], w.shape[0]))
+    for lo in range(0, w.shape[0], rows):
+        out[:, lo : lo + rows] = x @ w[lo : lo + rows].astype(np.float64).T
+    return out
 
 
 def batches(net: Network, data: np.ndarray, budget: int = 256 << 20):

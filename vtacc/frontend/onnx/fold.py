@@ -67,7 +67,7 @@ def open_inputs(model) -> list[str]:
     return found
 
 
-def static_model(model, name: str, opset: int):
+def static_model(model, name: str, opset: int, arrays: dict[str, np.ndarray] | None = None):
     """The model with shapes inferred and constant subgraphs folded, and every constant (initialisers and
     folded values) as arrays.
 
@@ -80,7 +80,8 @@ def static_model(model, name: str, opset: int):
     """
     from onnx import numpy_helper, shape_inference
 
-    values = {t.name: numpy_helper.to_array(t) for t in model.graph.initializer}
+    arrays = arrays or {}  # initialisers whose bytes were read apart from the message (wire.py)
+    values = {t.name: arrays[t.name] if t.name in arrays else numpy_helper.to_array(t) for t in model.graph.initializer}
     _lift_large(model, values)
     for _ in range(PASSES):
         try:

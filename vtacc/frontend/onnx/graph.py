@@ -19,6 +19,7 @@ from vtasim.host.ops import OPS as HOST_OPS
 from vtasm.errors import ModelError
 
 from .fold import fix_input_shapes, model_opset, open_inputs, static_model
+from .wire import read_model
 
 SUPPORTED = ("Conv", "Gemm", "MatMul", "Relu", "Clip", "MaxPool", "AveragePool", "GlobalAveragePool", "Add",
              "Flatten", "Reshape", "Concat", "BatchNormalization", "Identity", "Dropout", "QuantizeLinear",
@@ -66,9 +67,11 @@ def load_graph(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None
         raise ModelError(f"{path}: importing ONNX models needs the onnx package: pip install '.[onnx]'") from None
     name = Path(path).name
     try:
-        model = onnx.load(str(path))
+        model, arrays = read_model(path)  # the weights read once, not parsed into the message (wire.py)
     except FileNotFoundError:
         raise ModelError(f"{path}: no such file") from None
+    except ModelError:
+        raise
     except Exception as exc:  # the onnx package raises its own protobuf errors
         raise ModelError(f"{name}: not a readable ONNX model ({' '.join(str(exc).split())[:200]})") from None
     opset = model_opset(model, name)
@@ -80,7 +83,7 @@ def load_graph(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None
         raise ModelError(f"{name}: the model leaves dimensions of its input{'s' if len(still_open) > 1 else ''} "
                          f"{', '.join(still_open)} open; fix them with --input-shape NAME=D0,D1,... "
                          "(e.g. a batch of 1)")
-    model, constants = static_model(model, name, opset)
+    model, constants = static_model(model, name, opset, arrays)
     g = model.graph
     nodes, refused = [], []
     for n in g.node:

@@ -27,6 +27,7 @@ from vtasm.formats.network import HostNode
 from vtasm.portability import SHIFT_MAX
 
 from .graph import Graph, Node
+from .wire import release
 
 _RESERVED = {"kernel", "schedule", "main", "matmul", "dense", "conv2d", "max_pool", "sum_pool", "avg_pool",
              "global_avg_pool", "flatten", "concat", "min", "max", "clip", "relu", "int8", "int32"}
@@ -148,7 +149,11 @@ class _Lowering:
         in float64 and converts a layer's weights when it uses them: a VGG's 550 MB of float32 weights
         would take 1.1 GB held as float64), others as float64."""
         w = self.const_value(node, tensor, "weight")
-        return w if w.dtype in (np.float32, np.float64) else np.asarray(w, dtype=np.float64)
+        if w.dtype in (np.float32, np.float64):
+            return w
+        converted = np.asarray(w, dtype=np.float64)
+        release(w)
+        return converted
 
     def const_value(self, node: Node, tensor: str, what: str) -> np.ndarray:
         if tensor not in self.consts:
@@ -443,7 +448,9 @@ class _Lowering:
         if layer is not None and layer.kind in (LayerKind.CONV, LayerKind.DENSE) and layer.low == -math.inf \
                 and layer.high == math.inf and self.sole_consumer(x_name, node):
             shape = (-1,) + (1,) * (layer.weight.ndim - 1)
-            layer.weight = layer.weight * scale.reshape(shape)
+            folded = layer.weight * scale.reshape(shape)
+            release(layer.weight)  # the model file's weight, mapped (wire.py): replaced by the folded one
+            layer.weight = folded
             layer.bias = layer.bias * scale + bias
             self._rename(layer, node)
             return

@@ -26,6 +26,7 @@ from vtasm.portability import SHIFT_MAX
 from .calibrate import Statistics, calibrate, exponent_for
 from .float_run import run_float  # noqa: F401  (the float network, where callers have always found it)
 from .network import Layer, LayerKind, Network
+from .wire import release
 
 MAX_SHIFT = SHIFT_MAX  # VTA's portable shift amounts (a tensor shift must stay in 0..15; isa.md section 7)
 
@@ -245,6 +246,7 @@ def _quantise_weights(q: QLayer, notes: list[str]) -> None:
     for lo in range(0, len(w), step):  # a block of output channels at a time
         q.weight[lo : lo + step] = np.clip(np.rint(w[lo : lo + step] * 2.0 ** -w_exps[lo : lo + step].reshape(shape)),
                                            -128, 127)
+    release(w)  # a weight mapped from the model file: its pages go until a float run uses it again
     acc_scale = 2.0 ** (e_x + w_exps)
     rounding = np.where(shifts > 0, np.left_shift(1, np.maximum(shifts - 1, 0)), 0)
     bias = np.rint(layer.bias / acc_scale) + rounding
