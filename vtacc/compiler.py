@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from vtacc.backend.codegen import Generated, generate, identity_bytes
+from vtacc.forked import forked_map
 from vtacc.frontend import checked as ck
 from vtacc.schedule.cost import CostModel
 from vtacc.schedule.epilogue import Needs, analyse, constant_name
@@ -40,6 +41,20 @@ class Planned:
     needs: Needs
     tiling: Tiling
     groups: range = range(0)  # its step groups (Emitted.group values of its instructions)
+
+
+@dataclass
+class _Search:
+    """One operator, built, and what its tiling search reads (operators with the same key share a tiling)."""
+
+    op: Operator
+    needs: Needs
+    key: tuple
+    fixed: dict
+    threads: int | None
+    order: str | None
+    extra: int
+    span: object
 
 
 @dataclass(frozen=True)
@@ -137,19 +152,22 @@ SAMPLE_BYTES = 1 << 22
 
 def compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_name: str,
                   profile: Profile | None = None, threads: int | None = None,
-                  params: dict[str, np.ndarray] | None = None) -> Compiled:
+                  params: dict[str, np.ndarray] | None = None, jobs: int | None = None) -> Compiled:
     """Compile output assignments (in order) into one program whose inputs and outputs are ``entry``'s.
 
     Tiles are chosen by the cycles predicted under ``profile`` (default: the
     timing model's default profile). ``threads`` sets the virtual threads of
     every operator whose schedule does not (to compare latency hiding).
+    Distinct operators' searches run side by side on up to ``jobs`` processes
+    (vtacc.forked: None, the cores), the program the same either way.
     """
     with fewer_collections():
-        return _compile_units(entry, units, cfg, source_name, profile, threads, params)
+        return _compile_units(entry, units, cfg, source_name, profile, threads, params, jobs)
 
 
 def _compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_name: str,
-                   profile: Profile | None, threads: int | None, params: dict[str, np.ndarray] | None) -> Compiled:
+                   profile: Profile | None, threads: int | None, params: dict[str, np.ndarray] | None,
+                   jobs: int | None) -> Compiled:
     profile = profile or load_profile()
     model = CostModel(cfg, profile)
     if cfg.inp_width != 8 or cfg.wgt_width != 8 or cfg.acc_width != 32:
@@ -163,11 +181,10 @@ def _compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_n
     table = TensorTable(cfg)
     for decl in entry.inputs:
         table.tensors.setdefault(decl.name, None)  # keep parameter order; kinds come from use
-    planned = []
     groups: list[Group] = []
     constant_tensors: dict[str, DramTensor] = {}
     constant_data: dict[str, bytes] = {}
-    chosen: dict[tuple, Tiling] = {}
+    searches: list[_Search] = []
     for unit in units:
         op = build_operator(unit.kernel, unit.assign, table)
         if isinstance(op.producer, GemmProducer) and op.producer.w_data is not None:
@@ -186,24 +203,35 @@ def _compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_n
         if isinstance(op.producer, PoolProducer) and op.producer.x.kind == ACT:
             needs.identity = True  # int8 windows reach the accumulator through the GEMM core
         extra = sum(t.nbytes for t in {id(t): t for t in op.operands.values()}.values())
-        def confirm(candidate: Tiling, op=op, needs=needs) -> int:
-            """The candidate's operator alone, timed by the full timing model (a sample of its tiles)."""
-            tensors = _program_tensors(entry, table, cfg, constant_tensors, constant_data, needs.identity,
-                                       needs.neg_identity)[0]
-            return sampled_cycles(op, candidate, needs, cfg, tensors, profile, source_name)
-
         fixed, order = _fixed_tiles(schedule, cfg, op), _order(schedule)
         # operators alike in every figure the search reads get the same tiling (a network repeats its blocks)
         key = (problem_of(op, cfg), type(op.producer).__name__, astuple(dataclasses.replace(needs, biases=(
             len(needs.biases),))), tuple(sorted(fixed.items())), schedule.threads or threads, order, extra,
             _operand_kinds(op))
-        if key not in chosen:
-            chosen[key] = choose_tiling(op, needs, cfg, fixed, schedule.threads or threads, order, extra,
-                                        schedule.span or op.span, model, confirm)
-        tiling = chosen[key]
+        searches.append(_Search(op, needs, key, fixed, schedule.threads or threads, order, extra,
+                                schedule.span or op.span))
+    # the confirmations time an operator alone, with only the tensors it moves (sampled_cycles): every
+    # operator's search can run once all are built
+    all_tensors = _program_tensors(entry, table, cfg, constant_tensors, constant_data, True, True)[0]
+
+    def choose(search: _Search) -> Tiling:
+        def confirm(candidate: Tiling) -> int:
+            """The candidate's operator alone, timed by the full timing model (a sample of its tiles)."""
+            return sampled_cycles(search.op, candidate, search.needs, cfg, all_tensors, profile, source_name)
+
+        return choose_tiling(search.op, search.needs, cfg, search.fixed, search.threads, search.order,
+                             search.extra, search.span, model, confirm)
+
+    distinct: dict[tuple, _Search] = {}
+    for search in searches:
+        distinct.setdefault(search.key, search)
+    chosen = dict(zip(distinct, forked_map(choose, list(distinct.values()), jobs), strict=True))
+    planned = []
+    for search in searches:
+        tiling = chosen[search.key]
         first = len(groups)
-        groups += schedule_operator(op, tiling, needs, cfg)
-        planned.append(Planned(op, needs, tiling, range(first, len(groups))))
+        groups += schedule_operator(search.op, tiling, search.needs, cfg)
+        planned.append(Planned(search.op, search.needs, tiling, range(first, len(groups))))
     tensors, constants = _program_tensors(entry, table, cfg, constant_tensors, constant_data,
                                           any(p.needs.identity for p in planned),
                                           any(p.needs.neg_identity for p in planned))

@@ -148,13 +148,14 @@ class _Flattener:
 
 def compile_file(checked: ck.CheckedFile, cfg: VTAConfig, kernel_name: str | None = None,
                  profile: Profile | None = None, threads: int | None = None,
-                 params: dict[str, np.ndarray] | None = None) -> Compiled:
+                 params: dict[str, np.ndarray] | None = None, jobs: int | None = None) -> Compiled:
     """Compile the entry kernel of a checked file (with everything it calls) into one program.
 
     Tiles are chosen by the cycles predicted under ``profile`` (default: timing.names.DEFAULT);
     ``threads`` sets the virtual threads where a schedule does not. ``params``
     gives some of the entry's inputs their values (weights): they are packed
-    into the program's data and are no longer inputs of the run.
+    into the program's data and are no longer inputs of the run. ``jobs``: the
+    most processes the tiling searches may use (vtacc.forked; None: the cores).
     """
     entry = pick_entry(checked, kernel_name)
     unknown = sorted(set(params or {}) - {d.name for d in entry.inputs})
@@ -164,4 +165,4 @@ def compile_file(checked: ck.CheckedFile, cfg: VTAConfig, kernel_name: str | Non
     flat = _Flattener(checked)
     flat.taken |= {d.name for d in entry.inputs + entry.outputs}
     flat.kernel(entry, {}, {}, 0)
-    return compile_units(entry, flat.units, cfg, Path(checked.path).name, profile, threads, params)
+    return compile_units(entry, flat.units, cfg, Path(checked.path).name, profile, threads, params, jobs)

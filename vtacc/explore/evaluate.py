@@ -63,7 +63,8 @@ def evaluate(point: Point) -> dict:
     started = time.perf_counter()
     try:
         checked = check_source(point.workload.source, point.workload.filename, point.workload.kernel)
-        compiled = compile_file(checked, cfg, point.workload.kernel, profile, threads=point.threads)
+        # a sweep runs its points side by side already: one process per point
+        compiled = compile_file(checked, cfg, point.workload.kernel, profile, threads=point.threads, jobs=1)
     except VtaError as exc:
         return {**row, "status": "refused", "reason": _one_line(exc.render().splitlines()[0]),
                 "compile_s": round(time.perf_counter() - started, 4)}
