@@ -19,7 +19,18 @@ def _umask() -> int:
     return mask
 
 
-def write_atomic(path: str | Path, data: bytes | str) -> None:
+def _new_beside(p: Path) -> tuple[int, str]:
+    """A new, empty, private file in ``p``'s directory for the data to go to first: (descriptor, path)."""
+    for attempt in range(1000):
+        tmp = str(p.parent / f".{p.name}.{os.getpid()}.{attempt}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600), tmp
+        except FileExistsError:  # left by another writer: the next name
+            continue
+    raise FileExistsError(f"no free temporary name beside {p}")
+
+
+def write_atomic(path: str | Path, data: bytes | memoryview | str) -> None:
     """Write a file so that readers see either the old file or the whole new one.
 
     Symbolic links are written through (the file they point to is replaced);
@@ -41,9 +52,7 @@ def write_atomic(path: str | Path, data: bytes | str) -> None:
             what = "is not a directory" if p.parent.exists() else "does not exist"
             raise FormatError(f"{path}: cannot write: {p.parent} {what}")
         mode = p.stat().st_mode & 0o7777 if p.exists() else 0o666 & ~_umask()
-        import tempfile  # imported when a file is written: start-up stays short
-
-        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent)
+        fd, tmp = _new_beside(p)
     except OSError as exc:
         raise FormatError(f"{path}: cannot write: {exc.strerror or exc}") from None
     try:

@@ -18,7 +18,7 @@ class PendingFile:
     """An output computed by a run, written only once the whole run succeeded."""
 
     path: Path
-    data: bytes
+    data: bytes | memoryview  # a DRAM range is a view of the machine's DRAM (written as it is at the end)
     in_dir: bool = False  # a result range in the output directory (created, with subdirectories, if missing)
 
 
@@ -64,11 +64,11 @@ def collect_outputs(program: Program, dram: np.ndarray, outputs: list[tuple[str,
     return files
 
 
-def dram_slice(dram: np.ndarray, addr: int, nbytes: int, what: str) -> bytes:
-    """Bytes of a DRAM range, or a FormatError naming ``what`` when it lies outside DRAM."""
+def dram_slice(dram: np.ndarray, addr: int, nbytes: int, what: str) -> memoryview:
+    """A DRAM range (a view, not a copy), or a FormatError naming ``what`` when it lies outside DRAM."""
     if addr + nbytes > dram.size:
         raise FormatError(f"{what}: bytes 0x{addr:x}..0x{addr + nbytes - 1:x} lie outside DRAM (0x{dram.size:x} bytes)")
-    return dram[addr : addr + nbytes].tobytes()
+    return dram[addr : addr + nbytes].data
 
 
 def collect_dumps(program: Program, dram: np.ndarray, out_dir: Path) -> list[PendingFile]:
