@@ -14,15 +14,22 @@ import os
 from pathlib import Path
 
 
-def grammar_cache(name: str) -> str | bool:
-    """The cache file for grammar ``name`` (a Lark ``cache=`` argument), or False for no cache."""
-    if os.environ.get("VTA_NO_GRAMMAR_CACHE"):
-        return False
+def private_cache_dir() -> Path | None:
+    """The toolchain's directory in the user's cache directory, made if missing and private to the user;
+    None where it cannot be made or is not the user's own (vtasim's native run loop is built there too)."""
     root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "vta-toolchain"
     try:
         root.mkdir(mode=0o700, parents=True, exist_ok=True)
         if root.stat().st_uid != os.getuid() or not os.access(root, os.W_OK):
-            return False
+            return None
     except OSError:
+        return None
+    return root
+
+
+def grammar_cache(name: str) -> str | bool:
+    """The cache file for grammar ``name`` (a Lark ``cache=`` argument), or False for no cache."""
+    if os.environ.get("VTA_NO_GRAMMAR_CACHE"):
         return False
-    return str(root / f"{name}.lark-cache")
+    root = private_cache_dir()
+    return False if root is None else str(root / f"{name}.lark-cache")

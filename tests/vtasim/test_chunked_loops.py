@@ -195,7 +195,9 @@ def test_a_fault_in_a_later_chunk_names_the_same_execution_and_changes_nothing(e
 
 
 def test_plan_cache_is_bounded(monkeypatch):
-    """Cached plans are dropped when they would hold more than CACHE_LANES values."""
+    """Cached plans are dropped when they would hold more than CACHE_LANES values (the Python units' cache:
+    the compiled loop, which would run these ALU instructions itself, is off)."""
+    monkeypatch.setenv("VTASIM_NATIVE", "0")
     cfg = config("default")
     monkeypatch.setattr(loops, "CACHE_LANES", 40 * loops.PLAN_LANES)
     img = Image(cfg)

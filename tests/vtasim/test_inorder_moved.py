@@ -83,7 +83,9 @@ def _moved_program(cfg, rng: random.Random):
 
 @pytest.fixture
 def moves(monkeypatch) -> list[bool]:
-    """Whether each kernel the in-order run looked up among those met before was found there and moved."""
+    """Whether each kernel the in-order run looked up among those met before was found there and moved (by
+    the Python units: the compiled loop, which would run most of these kernels itself, is off)."""
+    monkeypatch.setenv("VTASIM_NATIVE", "0")
     seen: list[bool] = []
     original = InOrderRun._moved_kernel
 
@@ -218,6 +220,7 @@ def test_moved_kernels_count_their_indices_so_the_cache_stays_within_its_budget(
     they keep the prepared kernels within the budget (uncounted, 16,000 of them held 390 MiB)."""
     import vtasim.core.inorder as inorder
 
+    monkeypatch.setenv("VTASIM_NATIVE", "0")  # the Python units' cache (the compiled loop keeps none)
     monkeypatch.setattr(inorder, "CACHE_LANES", 40_000)
     monkeypatch.setattr(inorder, "TEMPLATE_LANES", 20_000)
     cfg = config("default")

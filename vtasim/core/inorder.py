@@ -27,6 +27,7 @@ from vtasim.core.alu import SHR, TENSOR_UFUNCS, alu_strategy, carry_facts, run_a
 from vtasim.core.gemm import accumulate, carry_layout, distinct_rows, exact_float, product_bound, run_gemm
 from vtasim.core.loops import CACHE_LANES, LoopPlan, PlanCache, moved
 from vtasim.core.memory import dram_fits, run_load, run_store, sram_fits
+from vtasim.core.native import native_run
 from vtasim.core.state import MachineState, int_dtype
 from vtasim.core.views import rows, strided
 from vtasm import isa
@@ -50,28 +51,58 @@ KERNELS = {GEMM: GemmKernel, ALU: AluKernel}
 TEMPLATE_LANES = CACHE_LANES // 2  # the part of the plan budget that the templates of moved kernels may hold
 
 
-def _rows(cols: StreamColumns, dram_size: int) -> tuple[list, list]:
-    """Per instruction: a LOAD's or STORE's DMA entry (_load_entries, _store_entries) as Python ints; a
-    GEMM's or ALU's kernel number, an index into the second list, which holds each distinct kernel once
-    (a GemmKernel or AluKernel)."""
-    rows: list = [None] * len(cols)
-    kernels: list = []
+TABLE_WIDTH = 13  # int64 values per instruction in _table: the opcode, then 12 at most
+_WIDTHS = {LOAD: 12, STORE: 7, GEMM: len(GemmKernel._fields), ALU: len(AluKernel._fields)}
+
+
+def _table(cols: StreamColumns, dram_size: int) -> np.ndarray:
+    """Every instruction as one row of int64: its opcode (-1 for the FINISH and anything else), then a
+    LOAD's or STORE's DMA entry (_load_entries, _store_entries) or a GEMM's or ALU's kernel fields (in
+    GemmKernel's or AluKernel's order). native_inorder.c reads this table as it is."""
+    table = np.zeros((len(cols), TABLE_WIDTH), dtype=np.int64)
+    table[:, 0] = -1
     for op in (LOAD, STORE, GEMM, ALU):
         index = np.flatnonzero(cols.opcode == op)
         if not index.size:
             continue
         kernel = KERNELS.get(op)
-        names = kernel._fields if kernel else DMA_FIELDS
-        values = np.stack([cols.column(name)[index] for name in names], axis=1)
+        values = np.stack([cols.column(name)[index] for name in (kernel._fields if kernel else DMA_FIELDS)], axis=1)
+        if not kernel:
+            values = (_load_entries if op == LOAD else _store_entries)(values, cols.cfg, dram_size)
+        table[index, 0] = op
+        table[index, 1 : 1 + values.shape[1]] = values
+    return table
+
+
+def _rows(table: np.ndarray) -> tuple[list, list]:
+    """Per instruction: a LOAD's or STORE's DMA entry as Python ints; a GEMM's or ALU's kernel number, an
+    index into the second list, which holds each distinct kernel once (a GemmKernel or AluKernel)."""
+    rows: list = [None] * len(table)
+    kernels: list = []
+    ops = table[:, 0]
+    for op in (LOAD, STORE, GEMM, ALU):
+        index = np.flatnonzero(ops == op)
+        if not index.size:
+            continue
+        values = table[index, 1 : 1 + _WIDTHS[op]]
+        kernel = KERNELS.get(op)
         if kernel:
             first, which = distinct_rows(values)
             numbers = (which + len(kernels)).tolist()
             kernels += [kernel(*fields) for fields in values[first].tolist()]
         else:
-            numbers = (_load_entries if op == LOAD else _store_entries)(values, cols.cfg, dram_size).tolist()
+            numbers = values.tolist()
         for i, row in zip(index.tolist(), numbers, strict=True):
             rows[i] = row
     return rows, kernels
+
+
+def _row(table: np.ndarray, i: int):
+    """Instruction i's entry as _rows gives it, with its kernel itself in place of a kernel's number."""
+    op = int(table[i, 0])
+    values = table[i, 1 : 1 + _WIDTHS.get(op, 0)].tolist()
+    kernel = KERNELS.get(op)
+    return kernel(*values) if kernel else values
 
 
 # what a DMA entry asks for: the unit (anything unusual; it faults as the pipeline would), one contiguous
@@ -167,21 +198,37 @@ class InOrderRun:
         """The instruction itself, as the units take it (built only for what needs it)."""
         return executable(self.program.instructions[i])
 
-    def run(self) -> None:
+    def run(self, native: bool = True) -> None:
+        """Run to the FINISH (the last instruction): in the compiled loop where it can (native.py) unless
+        ``native`` is False, the rest here."""
         ops = self.cols.opcode.tolist()
-        rows, kernels = _rows(self.cols, self.state.dram.size)
-        for i in range(len(ops) - 1):  # the last instruction is the FINISH
-            op = ops[i]
-            if op == ALU or op == GEMM:
-                key = (rows[i], self.state.uop_generation)  # the kernel's number tells its kind and fields
-                work = self.prepared.get(key)
-                if work is None:
-                    work = self._prepare(i, op, kernels[rows[i]], key)
-                work()
-            elif op == LOAD:
-                self._load(i, rows[i])
-            elif op == STORE:
-                self._store(i, rows[i])
+        table = _table(self.cols, self.state.dram.size)
+        last = len(ops) - 1  # the last instruction is the FINISH
+        fast = native_run(self.state, table) if native else None
+        if fast is None:
+            rows, kernels = _rows(table)
+            for i in range(last):
+                op = ops[i]
+                self._one(i, op, rows[i], kernels[rows[i]] if op == ALU or op == GEMM else None)
+            return
+        i = fast.run(0, last)
+        while i < last:  # the instruction the compiled loop left to Python, then the loop again
+            row = _row(table, i)
+            self._one(i, ops[i], row, row)  # a kernel is its own key
+            i = fast.run(i + 1, last)
+
+    def _one(self, i: int, op: int, row, kernel) -> None:
+        """Instruction i: ``row`` its DMA entry, or (a GEMM or ALU) what identifies its kernel, ``kernel``."""
+        if op == ALU or op == GEMM:
+            key = (row, self.state.uop_generation)
+            work = self.prepared.get(key)
+            if work is None:
+                work = self._prepare(i, op, kernel, key)
+            work()
+        elif op == LOAD:
+            self._load(i, row)
+        elif op == STORE:
+            self._store(i, row)
 
     # -- DMA -------------------------------------------------------------------
     def _load(self, i: int, e: list[int]) -> None:

@@ -1,0 +1,336 @@
+/* The in-order run's plain instructions, one after another, in C (vtasim/core/native.py builds and loads it).
+
+   vta_run executes instructions [start, end) of a program that runs in program order, as the reference
+   behavioral simulator does: each micro-op execution in loop order (iter_out, iter_in, micro-op), each on
+   every lane, later executions seeing earlier ones' results. It stops at the first instruction it leaves to
+   the Python units (returning its index): a micro-op load, a GEMM with a weight tile other than +-identity
+   (BLAS does those better), a DMA the Python side
+   classified as unusual, an index outside its buffer, an unknown ALU opcode, an empty loop. Python runs that
+   one (and raises its fault, if any), then calls again from the next: this file decides nothing the units
+   would decide differently, it only does the common cases without the interpreter.
+
+   Each instruction is one row of `width` int64 values in `table` (native.py's native_table):
+     LOAD  0, how, memory type, buffer byte start, end, DRAM byte base, rows, row bytes, DRAM step, tile rows,
+           tile row bytes, first padded row, first byte in a padded row
+     STORE 1, how, accumulator row start, end, DRAM byte base, rows, row bytes, DRAM step
+     GEMM  2, reset, uop_bgn, uop_end, iter_out, iter_in, dst_factor_out, dst_factor_in, src_factor_out,
+           src_factor_in, wgt_factor_out, wgt_factor_in
+     ALU   4, reset, uop_bgn, uop_end, iter_out, iter_in, dst_factor_out, dst_factor_in, src_factor_out,
+           src_factor_in, alu_opcode, use_imm, imm
+   The DMA rows are the in-order path's own (inorder.py _load_entries, _store_entries): bounds were checked
+   there, and anything they did not fit is "how = UNIT", which stops here. Lanes are int32 (ACC_WIDTH 32) and
+   stored lanes one byte (OUT_WIDTH 8); native.py uses this file only for such configurations. */
+
+#include <stdint.h>
+#include <string.h>
+
+enum { OP_LOAD = 0, OP_STORE = 1, OP_GEMM = 2, OP_ALU = 4 };
+enum { HOW_UNIT = 0, HOW_CONTIGUOUS = 1, HOW_ROWS = 2, HOW_PADDED = 3 };
+enum { MEM_WGT = 1, MEM_INP = 2, MEM_ACC = 3 };
+enum { ALU_MIN = 0, ALU_MAX = 1, ALU_ADD = 2, ALU_SHR = 3, ALU_MUL = 4 };
+
+struct vta_ctx {
+    const int64_t *table;
+    int64_t width;
+    uint8_t *dram;
+    uint8_t *inp;
+    uint8_t *wgt;
+    uint8_t *acc; /* the accumulator's bytes; its lanes are int32 */
+    int64_t acc_depth;
+    int64_t lanes; /* int32 lanes of an accumulator row: BATCH * BLOCK_OUT */
+    const int64_t *uop_dst;
+    const int64_t *uop_src;
+    const int64_t *uop_wgt;
+    int64_t uop_depth;
+    int64_t inp_loads; /* loads done here, for Python's generation counters */
+    int64_t wgt_loads;
+    int64_t batch;
+    int64_t block; /* BLOCK_IN, equal to BLOCK_OUT (else 0: no GEMM that multiplies runs here) */
+    int64_t inp_depth;
+    int64_t wgt_depth;
+};
+
+static inline int32_t wrap_add(int32_t a, int32_t b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
+static inline int32_t wrap_mul(int32_t a, int32_t b) { return (int32_t)((uint32_t)a * (uint32_t)b); }
+
+static inline int32_t shift(int32_t a, int64_t y)
+{
+    /* y >= 0: arithmetic right shift by y mod 32; y < 0: left shift by -y mod 32 (the reference's x86 build) */
+    if (y >= 0)
+        return a >> (y & 31);
+    return (int32_t)((uint32_t)a << ((-y) & 31));
+}
+
+/* One ALU operation on lanes, as an expression of the old value d and the operand v (int32). */
+#define OP_MIN(d, v) ((d) < (v) ? (d) : (v))
+#define OP_MAX(d, v) ((d) > (v) ? (d) : (v))
+#define OP_ADD(d, v) wrap_add((d), (v))
+#define OP_MUL(d, v) wrap_mul((d), (v))
+#define OP_SHR(d, v) shift((d), (v))
+
+/* One execution's lanes: dst[l] = OP(dst[l], src[l]) (src another row: restrict lets the compiler vectorise)
+   and dst[l] = OP(dst[l], imm), for N lanes. */
+#define LANE_FUNCTIONS(NAME, OP)                                                                              \
+    static void NAME##_rows(int32_t *restrict dst, const int32_t *restrict src, int64_t n)                    \
+    {                                                                                                         \
+        int64_t l;                                                                                            \
+        for (l = 0; l < n; l++)                                                                               \
+            dst[l] = OP(dst[l], src[l]);                                                                      \
+    }                                                                                                         \
+    static void NAME##_rows16(int32_t *restrict dst, const int32_t *restrict src)                             \
+    {                                                                                                         \
+        int64_t l;                                                                                            \
+        for (l = 0; l < 16; l++)                                                                              \
+            dst[l] = OP(dst[l], src[l]);                                                                      \
+    }                                                                                                         \
+    static void NAME##_self(int32_t *dst, int64_t n)                                                          \
+    {                                                                                                         \
+        int64_t l;                                                                                            \
+        for (l = 0; l < n; l++)                                                                               \
+            dst[l] = OP(dst[l], dst[l]);                                                                      \
+    }                                                                                                         \
+    static void NAME##_imm(int32_t *restrict dst, int32_t imm, int64_t n)                                     \
+    {                                                                                                         \
+        int64_t l;                                                                                            \
+        for (l = 0; l < n; l++)                                                                               \
+            dst[l] = OP(dst[l], imm);                                                                         \
+    }                                                                                                         \
+    static void NAME##_imm16(int32_t *restrict dst, int32_t imm)                                              \
+    {                                                                                                         \
+        int64_t l;                                                                                            \
+        for (l = 0; l < 16; l++)                                                                              \
+            dst[l] = OP(dst[l], imm);                                                                         \
+    }
+
+LANE_FUNCTIONS(alu_min, OP_MIN)
+LANE_FUNCTIONS(alu_max, OP_MAX)
+LANE_FUNCTIONS(alu_add, OP_ADD)
+LANE_FUNCTIONS(alu_mul, OP_MUL)
+LANE_FUNCTIONS(alu_shr, OP_SHR)
+
+/* Every execution of an ALU instruction, in order, with one operation's lane functions. */
+#define ALU_OP(NAME)                                                                                          \
+    for (i = 0; i < n_out; i++)                                                                               \
+        for (j = 0; j < n_in; j++)                                                                            \
+            for (u = b; u < e; u++) {                                                                         \
+                int32_t *dst = acc + (c->uop_dst[u] + i * dfo + j * dfi) * n;                                 \
+                if (use_imm) {                                                                                \
+                    if (n == 16)                                                                              \
+                        NAME##_imm16(dst, imm);                                                               \
+                    else                                                                                      \
+                        NAME##_imm(dst, imm, n);                                                              \
+                } else {                                                                                      \
+                    const int32_t *src = acc + (c->uop_src[u] + i * sfo + j * sfi) * n;                       \
+                    if (src == dst)                                                                           \
+                        NAME##_self(dst, n);                                                                  \
+                    else if (n == 16)                                                                         \
+                        NAME##_rows16(dst, src);                                                              \
+                    else                                                                                      \
+                        NAME##_rows(dst, src, n);                                                             \
+                }                                                                                             \
+            }                                                                                                 \
+    break;
+
+/* Whether every execution's index base[u] + i * f_out + j * f_in (u in [b, e), i < n_out, j < n_in) lies
+   in [0, depth): the factors are unsigned fields, so the extremes are at i = j = 0 and at the last i, j. */
+static int indices_fit(const int64_t *base, int64_t b, int64_t e, int64_t n_out, int64_t n_in,
+                       int64_t f_out, int64_t f_in, int64_t depth)
+{
+    int64_t lo = base[b], hi = base[b], u, reach;
+    for (u = b + 1; u < e; u++) {
+        if (base[u] < lo) lo = base[u];
+        if (base[u] > hi) hi = base[u];
+    }
+    reach = (n_out - 1) * f_out + (n_in - 1) * f_in;
+    return lo >= 0 && f_out >= 0 && f_in >= 0 && hi + reach < depth;
+}
+
+static int run_load(struct vta_ctx *c, const int64_t *r)
+{
+    int64_t how = r[1], mtype = r[2], t0 = r[3], t1 = r[4], base = r[5], ys = r[6], row = r[7], step = r[8];
+    int64_t xrow = r[10], yp0 = r[11], xp0 = r[12], y;
+    uint8_t *flat = mtype == MEM_INP ? c->inp : mtype == MEM_WGT ? c->wgt : mtype == MEM_ACC ? c->acc : 0;
+    if (how == HOW_UNIT || flat == 0)
+        return 0;
+    if (how == HOW_CONTIGUOUS) {
+        memcpy(flat + t0, c->dram + base, (size_t)(t1 - t0));
+    } else if (how == HOW_ROWS) {
+        for (y = 0; y < ys; y++)
+            memcpy(flat + t0 + y * row, c->dram + base + y * step, (size_t)row);
+    } else {
+        memset(flat + t0, 0, (size_t)(t1 - t0));
+        for (y = 0; y < ys; y++)
+            memcpy(flat + t0 + (yp0 + y) * xrow + xp0, c->dram + base + y * step, (size_t)row);
+    }
+    if (mtype == MEM_INP)
+        c->inp_loads++;
+    else if (mtype == MEM_WGT)
+        c->wgt_loads++;
+    return 1;
+}
+
+static int run_store(struct vta_ctx *c, const int64_t *r)
+{
+    /* the low byte of each int32 lane, as the unit's conversion keeps the low OUT_WIDTH bits */
+    int64_t how = r[1], sram = r[2], end = r[3], base = r[4], ys = r[5], row = r[6], step = r[7], y, k;
+    const int32_t *values = (const int32_t *)c->acc + sram * c->lanes;
+    if (how == HOW_UNIT)
+        return 0;
+    if (how == HOW_CONTIGUOUS) {
+        int64_t n = (end - sram) * c->lanes;
+        uint8_t *out = c->dram + base;
+        for (k = 0; k < n; k++)
+            out[k] = (uint8_t)values[k];
+        return 1;
+    }
+    for (y = 0; y < ys; y++) {
+        uint8_t *out = c->dram + base + y * step;
+        const int32_t *in = values + y * row;
+        for (k = 0; k < row; k++)
+            out[k] = (uint8_t)in[k];
+    }
+    return 1;
+}
+
+static int run_reset(struct vta_ctx *c, const int64_t *r)
+{
+    int64_t b = r[2], e = r[3], n_out = r[4], n_in = r[5], fo = r[6], fi = r[7], i, j, u;
+    int32_t *acc = (int32_t *)c->acc;
+    if (!indices_fit(c->uop_dst, b, e, n_out, n_in, fo, fi, c->acc_depth))
+        return 0;
+    for (i = 0; i < n_out; i++)
+        for (j = 0; j < n_in; j++)
+            for (u = b; u < e; u++) {
+                int32_t *dst = acc + (c->uop_dst[u] + i * fo + j * fi) * c->lanes;
+                if (c->lanes == 16)
+                    memset(dst, 0, 64);  /* a constant size: inlined */
+                else
+                    memset(dst, 0, (size_t)c->lanes * 4);
+            }
+    return 1;
+}
+
+/* acc lanes += or -= int8 lanes (the int8 lanes are never the accumulator's: restrict) */
+static void add_int8(int32_t *restrict dst, const int8_t *restrict src, int64_t n)
+{
+    int64_t l;
+    for (l = 0; l < n; l++)
+        dst[l] = wrap_add(dst[l], src[l]);
+}
+
+static void add_int8_16(int32_t *restrict dst, const int8_t *restrict src)
+{
+    int64_t l;
+    for (l = 0; l < 16; l++)
+        dst[l] = wrap_add(dst[l], src[l]);
+}
+
+static void sub_int8(int32_t *restrict dst, const int8_t *restrict src, int64_t n)
+{
+    int64_t l;
+    for (l = 0; l < n; l++)
+        dst[l] = wrap_add(dst[l], -(int32_t)src[l]);
+}
+
+/* +1 when weight tile w is the identity, -1 its negation, 0 otherwise */
+static int identity_sign(const struct vta_ctx *c, int64_t w)
+{
+    const int8_t *tile = (const int8_t *)c->wgt + w * c->block * c->block;
+    int64_t o, k;
+    int sign = tile[0] == 1 ? 1 : tile[0] == -1 ? -1 : 0;
+    if (sign == 0)
+        return 0;
+    for (o = 0; o < c->block; o++)
+        for (k = 0; k < c->block; k++)
+            if (tile[o * c->block + k] != (o == k ? sign : 0))
+                return 0;
+    return sign;
+}
+
+/* A GEMM whose every execution multiplies by a +-identity weight tile (how vtacc moves int8 data into the
+   accumulator): acc[dst] += or -= inp[src], lane by lane; any other weight tile leaves it to Python. */
+static int run_gemm_identity(struct vta_ctx *c, const int64_t *r)
+{
+    int64_t b = r[2], e = r[3], n_out = r[4], n_in = r[5], dfo = r[6], dfi = r[7], sfo = r[8], sfi = r[9];
+    int64_t wfo = r[10], wfi = r[11], i, j, u, n = c->batch * c->block, last = -1;
+    int sign = 0;
+    int32_t *acc = (int32_t *)c->acc;
+    const int8_t *inp = (const int8_t *)c->inp;
+    if (c->block == 0 || !indices_fit(c->uop_dst, b, e, n_out, n_in, dfo, dfi, c->acc_depth)
+        || !indices_fit(c->uop_src, b, e, n_out, n_in, sfo, sfi, c->inp_depth)
+        || !indices_fit(c->uop_wgt, b, e, n_out, n_in, wfo, wfi, c->wgt_depth))
+        return 0;
+    for (i = 0; i < n_out; i++) /* every tile first: nothing changes unless the whole instruction runs here */
+        for (j = 0; j < n_in; j++)
+            for (u = b; u < e; u++) {
+                int64_t w = c->uop_wgt[u] + i * wfo + j * wfi;
+                if (w != last) {
+                    last = w;
+                    if (identity_sign(c, w) == 0)
+                        return 0;
+                }
+            }
+    last = -1;
+    for (i = 0; i < n_out; i++)
+        for (j = 0; j < n_in; j++)
+            for (u = b; u < e; u++) {
+                int64_t w = c->uop_wgt[u] + i * wfo + j * wfi;
+                int32_t *dst = acc + (c->uop_dst[u] + i * dfo + j * dfi) * n;
+                const int8_t *src = inp + (c->uop_src[u] + i * sfo + j * sfi) * n;
+                if (w != last) {
+                    last = w;
+                    sign = identity_sign(c, w);
+                }
+                if (sign > 0 && n == 16)
+                    add_int8_16(dst, src);
+                else if (sign > 0)
+                    add_int8(dst, src, n);
+                else
+                    sub_int8(dst, src, n);
+            }
+    return 1;
+}
+
+static int run_alu(struct vta_ctx *c, const int64_t *r)
+{
+    int64_t b = r[2], e = r[3], n_out = r[4], n_in = r[5], dfo = r[6], dfi = r[7], sfo = r[8], sfi = r[9];
+    int64_t op = r[10], use_imm = r[11], i, j, u, n = c->lanes;
+    int32_t imm = (int32_t)r[12];
+    int32_t *acc = (int32_t *)c->acc;
+    if (op < ALU_MIN || op > ALU_MUL || !indices_fit(c->uop_dst, b, e, n_out, n_in, dfo, dfi, c->acc_depth))
+        return 0;
+    if (!use_imm && !indices_fit(c->uop_src, b, e, n_out, n_in, sfo, sfi, c->acc_depth))
+        return 0;
+    switch (op) {
+    case ALU_MIN: ALU_OP(alu_min)
+    case ALU_MAX: ALU_OP(alu_max)
+    case ALU_ADD: ALU_OP(alu_add)
+    case ALU_MUL: ALU_OP(alu_mul)
+    default: ALU_OP(alu_shr)
+    }
+    return 1;
+}
+
+int64_t vta_run(struct vta_ctx *c, int64_t start, int64_t end)
+{
+    int64_t k;
+    for (k = start; k < end; k++) {
+        const int64_t *r = c->table + k * c->width;
+        int done = 0;
+        switch (r[0]) {
+        case OP_LOAD: done = run_load(c, r); break;
+        case OP_STORE: done = run_store(c, r); break;
+        case OP_GEMM:
+            done = r[3] > r[2] && r[3] <= c->uop_depth && r[2] >= 0 && r[4] > 0 && r[5] > 0
+                   && (r[1] ? run_reset(c, r) : run_gemm_identity(c, r));
+            break;
+        case OP_ALU:
+            done = r[3] > r[2] && r[3] <= c->uop_depth && r[2] >= 0 && r[4] > 0 && r[5] > 0 && run_alu(c, r);
+            break;
+        default: break;
+        }
+        if (!done)
+            return k;
+    }
+    return end;
+}
