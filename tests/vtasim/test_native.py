@@ -22,9 +22,29 @@ from vtasim.core.inorder import InOrderRun
 from vtasim.core.machine import Machine
 from vtasm.config import default_config
 
-from .builders import CONFIGS, CONFORMANCE, config
+from .builders import (
+    ACC,
+    ADD,
+    CONFIGS,
+    CONFORMANCE,
+    INP,
+    MAX,
+    MIN,
+    MUL,
+    OUT,
+    SHR,
+    UOP,
+    WGT,
+    alu,
+    chain,
+    config,
+    gemm,
+    load,
+    store,
+    uops,
+)
 from .test_conformance import CASES, check_against_expected, load_program
-from .test_inorder_adversarial import _kernel_program, _random_program, check
+from .test_inorder_adversarial import _image, _kernel_program, _random_program, check
 
 REPO = Path(__file__).resolve().parents[2]
 HAS_COMPILER = shutil.which(os.environ.get("CC") or "cc") is not None
@@ -142,3 +162,31 @@ def test_compiled_programs_on_random_data_agree(source):
     _same_state(fast, _runs(compiled.program, False, inputs))
     if source != "resnet_c8.vk":  # its GEMMs multiply by real weights: the Python units (BLAS) run those
         assert len(fast.python_steps) <= 2  # the micro-op load, and nothing else
+
+
+@pytest.mark.parametrize("name", ["default", "batch2", "block8"])
+def test_runs_of_consecutive_rows_with_sources_around_their_destinations(name):
+    """One micro-op whose inner loop walks consecutive rows runs as one pass over their lanes: sources a
+    few rows before their destinations (a chain through the executions), on them, after them (old values),
+    in another place; resets and identity moves the same way; each against the Python units, the pipeline
+    and the reference."""
+    cfg = config(name)
+    img = _image(cfg)
+    eye = np.eye(cfg.block_out, cfg.block_in, dtype=np.int8)
+    img.add("eye", np.stack([eye, -eye]).tobytes())
+    table = [(20, 20 + d, k % 2) for k, d in enumerate((-3, -1, 0, 1, 2, 30))]
+    body = [load(UOP, 0, img.uop_elem(), len(table)), load(ACC, 0, img.elem("acc", ACC), 64),
+            load(INP, 0, img.elem("inp", INP), 64), load(WGT, 0, img.elem("eye", WGT), 2)]
+    for op in (MIN, MAX, ADD, SHR, MUL):
+        for u in range(len(table)):
+            body += [alu(op, u, u + 1, (2, 5), dst=(6, 1), src=(6, 1)), alu(op, u, u + 1, (1, 7), dst=(0, 1), imm=-3)]
+    for u in range(len(table)):
+        body += [gemm(u, u + 1, (2, 6), dst=(7, 1), src=(7, 1)),
+                 gemm(u, u + 1, (1, 4), dst=(0, 1), reset=1)]
+    body.append(store(0, img.elem("out", OUT), 64))
+    program = img.program(chain(body), uops(*table))
+    check(program)
+    if HAS_COMPILER:
+        fast = _runs(program, compiled=True)
+        _same_state(fast, _runs(program, compiled=False))
+        assert len(fast.python_steps) == 1  # the micro-op load: every run of rows went through the loop

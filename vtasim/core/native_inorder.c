@@ -68,8 +68,8 @@ static inline int32_t shift(int32_t a, int64_t y)
 #define OP_MUL(d, v) wrap_mul((d), (v))
 #define OP_SHR(d, v) shift((d), (v))
 
-/* One execution's lanes: dst[l] = OP(dst[l], src[l]) (src another row: restrict lets the compiler vectorise)
-   and dst[l] = OP(dst[l], imm), for N lanes. */
+/* Lanes of executions: dst[l] = OP(dst[l], src[l]) with src rows that are not dst rows (restrict lets the
+   compiler vectorise), with src rows that may be (_self: lane by lane in order), and dst[l] = OP(dst[l], imm). */
 #define LANE_FUNCTIONS(NAME, OP)                                                                              \
     static void NAME##_rows(int32_t *restrict dst, const int32_t *restrict src, int64_t n)                    \
     {                                                                                                         \
@@ -83,11 +83,11 @@ static inline int32_t shift(int32_t a, int64_t y)
         for (l = 0; l < 16; l++)                                                                              \
             dst[l] = OP(dst[l], src[l]);                                                                      \
     }                                                                                                         \
-    static void NAME##_self(int32_t *dst, int64_t n)                                                          \
+    static void NAME##_self(int32_t *dst, int64_t n, const int32_t *src)                                      \
     {                                                                                                         \
         int64_t l;                                                                                            \
         for (l = 0; l < n; l++)                                                                               \
-            dst[l] = OP(dst[l], dst[l]);                                                                      \
+            dst[l] = OP(dst[l], src[l]);                                                                      \
     }                                                                                                         \
     static void NAME##_imm(int32_t *restrict dst, int32_t imm, int64_t n)                                     \
     {                                                                                                         \
@@ -108,8 +108,21 @@ LANE_FUNCTIONS(alu_add, OP_ADD)
 LANE_FUNCTIONS(alu_mul, OP_MUL)
 LANE_FUNCTIONS(alu_shr, OP_SHR)
 
-/* Every execution of an ALU instruction, in order, with one operation's lane functions. */
+/* Every execution of an ALU instruction, in order, with one operation's lane functions. With one micro-op
+   and rows one apart along the inner loop (dst, and src when there is one), the inner loop's executions
+   touch consecutive rows: they run as one pass over their lanes in the same order (a plain loop, no
+   restrict: where src rows are dst rows, each lane still sees exactly what the executions before wrote). */
 #define ALU_OP(NAME)                                                                                          \
+    if (e - b == 1 && dfi == 1 && (use_imm || sfi == 1)) {                                                    \
+        for (i = 0; i < n_out; i++) {                                                                         \
+            int32_t *dst = acc + (c->uop_dst[b] + i * dfo) * n;                                               \
+            if (use_imm)                                                                                      \
+                NAME##_imm(dst, imm, n * n_in);                                                               \
+            else                                                                                              \
+                NAME##_self(dst, n * n_in, acc + (c->uop_src[b] + i * sfo) * n);                              \
+        }                                                                                                     \
+        break;                                                                                                \
+    }                                                                                                         \
     for (i = 0; i < n_out; i++)                                                                               \
         for (j = 0; j < n_in; j++)                                                                            \
             for (u = b; u < e; u++) {                                                                         \
@@ -122,7 +135,7 @@ LANE_FUNCTIONS(alu_shr, OP_SHR)
                 } else {                                                                                      \
                     const int32_t *src = acc + (c->uop_src[u] + i * sfo + j * sfi) * n;                       \
                     if (src == dst)                                                                           \
-                        NAME##_self(dst, n);                                                                  \
+                        NAME##_self(dst, n, dst);                                                             \
                     else if (n == 16)                                                                         \
                         NAME##_rows16(dst, src);                                                              \
                     else                                                                                      \
@@ -198,6 +211,11 @@ static int run_reset(struct vta_ctx *c, const int64_t *r)
     int32_t *acc = (int32_t *)c->acc;
     if (!indices_fit(c->uop_dst, b, e, n_out, n_in, fo, fi, c->acc_depth))
         return 0;
+    if (e - b == 1 && fi == 1) { /* consecutive rows along the inner loop: one zeroing each */
+        for (i = 0; i < n_out; i++)
+            memset(acc + (c->uop_dst[b] + i * fo) * c->lanes, 0, (size_t)(c->lanes * n_in) * 4);
+        return 1;
+    }
     for (i = 0; i < n_out; i++)
         for (j = 0; j < n_in; j++)
             for (u = b; u < e; u++) {
@@ -271,6 +289,17 @@ static int run_gemm_identity(struct vta_ctx *c, const int64_t *r)
                 }
             }
     last = -1;
+    if (e - b == 1 && dfi == 1 && sfi == 1 && wfi == 0) { /* consecutive rows, one weight tile: one pass each */
+        for (i = 0; i < n_out; i++) {
+            int32_t *dst = acc + (c->uop_dst[b] + i * dfo) * n;
+            const int8_t *src = inp + (c->uop_src[b] + i * sfo) * n;
+            if (identity_sign(c, c->uop_wgt[b] + i * wfo) > 0)
+                add_int8(dst, src, n * n_in);
+            else
+                sub_int8(dst, src, n * n_in);
+        }
+        return 1;
+    }
     for (i = 0; i < n_out; i++)
         for (j = 0; j < n_in; j++)
             for (u = b; u < e; u++) {
