@@ -18,7 +18,7 @@ from vtasim.timing_cli import run_timing, timing_options, timing_request
 from vtasm.cli_support import FILE, config_option, open_program, reports_errors, traceback_option
 from vtasm.errors import FormatError, SimFault, UsageError
 from vtasm.fileio import same_file
-from vtasm.formats.network import network_file
+from vtasm.formats.magic import network_file
 
 EXIT_RACES = 4
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-CHISEL_2019, CHISEL_2021, HLS = "chisel-2019", "chisel-2021", "hls"
-DESIGNS = (CHISEL_2019, CHISEL_2021, HLS)
+from vtasm.designs import CHISEL_2019, CHISEL_2021, DESIGNS, HLS
+
 RUNTIME = "the VTA runtime"
 
 SHIFT_MIN, SHIFT_MAX = -16, 15  # the HLS design reads a shift amount's low 5 bits as a signed number

@@ -32,6 +32,13 @@ def first_overlap(ranges: list[tuple[int, int]]) -> tuple[int, int] | None:
     return None
 
 
+def zero_bytes(size: int) -> memoryview:
+    """``size`` zero bytes, read-only, whose pages are not touched until something reads them."""
+    zeros = np.zeros(size, dtype=np.uint8)  # calloc: the memory is the kernel's zero page until written
+    zeros.flags.writeable = False
+    return zeros.data
+
+
 @dataclass
 class Segment:
     """Bytes placed at a DRAM byte address before the run."""
@@ -40,6 +47,7 @@ class Segment:
     addr: int
     data: bytes | memoryview  # read-only; a view of the file it was read from
     file: str | None = None  # raw-directory file name when not ``name + '.bin'``
+    zero: bool = field(default=False, compare=False)  # declared all zero (zero_bytes): nothing to read or scan
 
     @property
     def end(self) -> int:

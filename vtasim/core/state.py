@@ -105,6 +105,8 @@ def new_state(program: Program) -> MachineState:
     dram = np.zeros(check_dram(program), dtype=np.uint8)
     apart = first_overlap([(s.addr, s.end) for s in program.segments]) is None  # no segment over another
     for seg in program.segments:
+        if apart and seg.zero:
+            continue  # declared zero by its file: DRAM already is
         for offset, piece in pieces(seg.data):  # a mapped file's pages are let go as they are copied
             data = np.frombuffer(piece, dtype=np.uint8)
             if apart and not data.any():

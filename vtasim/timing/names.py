@@ -4,7 +4,7 @@ profile.py loads them; the command line lists them in its help without
 loading profile.py, which a run without timing never needs.
 """
 
-from vtasm.portability import CHISEL_2019, CHISEL_2021, DESIGNS, HLS
+from vtasm.designs import CHISEL_2019, CHISEL_2021, DESIGNS, HLS
 
 BUILTIN = DESIGNS  # one profile per measured design, named as isa.md section 7 names them
 # The default is the design most users' boards run: the HLS design of the Pynq, Ultra96 and ZCU104

@@ -27,9 +27,10 @@ from vtasm.fileio import read_mapped, write_atomic
 from vtasm.program import Program
 
 from .jsonfields import get_int, get_list, get_object, get_str, parse_json
+from .magic import NETWORK, is_network, network_file  # noqa: F401  (where callers have found them)
 from .vbin import ALIGN, CHUNK_HEADER, HEADER, canonical_json, framed, read_header, read_vbin, write_vbin
 
-MAGIC = b"VTA\x00VNET"
+MAGIC = NETWORK
 VERSION = 1
 EXP_LIMIT = 126  # scales 2**-126 .. 2**126: normal float32 numbers
 CONST_DTYPES = ("float32", "int64")
@@ -199,18 +200,7 @@ def save_network(net: NetworkFile, path: str | Path) -> None:
 
 
 # -- reading -------------------------------------------------------------------------------------------------------
-def is_network(data: bytes) -> bool:
-    """Whether bytes start with the network file's magic."""
-    return bytes(data[: len(MAGIC)]) == MAGIC
 
-
-def network_file(path: str | Path) -> bool:
-    """Whether ``path`` is a file that starts with the network file's magic."""
-    p = Path(path)
-    if not p.is_file():
-        return False
-    with open(p, "rb") as f:
-        return f.read(len(MAGIC)) == MAGIC
 
 
 def load_network(path: str | Path) -> NetworkFile:

@@ -27,8 +27,8 @@ from vtasm.fileio import read_bytes, read_mapped, write_atomic
 from vtasm.program import DumpRange, Program, Segment, TensorInfo, first_overlap
 
 from .jsonfields import get_int, get_list, get_object, get_str, parse_json
+from .magic import is_network
 from .meta import SegmentEntry, _labels, _tensor_entry, _tensors, smap_from_json, smap_to_json
-from .network import is_network
 from .vbin import check_config_matches, config_difference, is_vbin, read_vbin
 
 LAYOUT = "layout.json"

@@ -20,12 +20,13 @@ from vtasm.config import LOG_KEYS, VTAConfig
 from vtasm.encoding import codec_for
 from vtasm.errors import FormatError, VtaError
 from vtasm.fileio import KEEP_MAPPED, pieces, read_mapped, write_atomic
-from vtasm.program import Program, Segment
+from vtasm.program import Program, Segment, zero_bytes
 
 from .jsonfields import parse_json
+from .magic import VBIN
 from .meta import LazySourceMap, Meta, all_zero, build_meta, meta_from_json, smap_from_json, smap_to_json
 
-MAGIC = b"VTA\x00VBIN"
+MAGIC = VBIN
 VERSION = 1
 HEADER = struct.Struct("<8sII")
 CHUNK_HEADER = struct.Struct("<4sIQ")
@@ -201,8 +202,8 @@ def _read_chunks(chunks: dict[str, bytes], origin: str, lazy_source_map: bool) -
     instructions = decode_stream(insn_bytes, meta.config)
     uops = codec.decode_uops(uop_bytes)  # keeps every word as read (stray bits in ``raw``)
     blob = chunks["DATA"]
-    segments = [Segment(s.name, s.addr, bytes(s.size) if s.zero else blob[s.offset : s.offset + s.size], s.file)
-                for s in meta.segments]
+    segments = [Segment(s.name, s.addr, zero_bytes(s.size), s.file, zero=True) if s.zero
+                else Segment(s.name, s.addr, blob[s.offset : s.offset + s.size], s.file) for s in meta.segments]
     source_map = None
     if "SMAP" in chunks and lazy_source_map:
         source_map = LazySourceMap(chunks["SMAP"], meta.n_insns, f"{origin}: SMAP")
