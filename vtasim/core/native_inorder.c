@@ -24,6 +24,13 @@
 #include <stdint.h>
 #include <string.h>
 
+/* Everything below is inlined into vta_run, so that each of its compiled versions (below) has its own */
+#if defined(__GNUC__)
+#define INLINE static inline __attribute__((always_inline))
+#else
+#define INLINE static inline
+#endif
+
 enum { OP_LOAD = 0, OP_STORE = 1, OP_GEMM = 2, OP_ALU = 4 };
 enum { HOW_UNIT = 0, HOW_CONTIGUOUS = 1, HOW_ROWS = 2, HOW_PADDED = 3 };
 enum { MEM_WGT = 1, MEM_INP = 2, MEM_ACC = 3 };
@@ -50,10 +57,10 @@ struct vta_ctx {
     int64_t wgt_depth;
 };
 
-static inline int32_t wrap_add(int32_t a, int32_t b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
-static inline int32_t wrap_mul(int32_t a, int32_t b) { return (int32_t)((uint32_t)a * (uint32_t)b); }
+INLINE int32_t wrap_add(int32_t a, int32_t b) { return (int32_t)((uint32_t)a + (uint32_t)b); }
+INLINE int32_t wrap_mul(int32_t a, int32_t b) { return (int32_t)((uint32_t)a * (uint32_t)b); }
 
-static inline int32_t shift(int32_t a, int64_t y)
+INLINE int32_t shift(int32_t a, int64_t y)
 {
     /* y >= 0: arithmetic right shift by y mod 32; y < 0: left shift by -y mod 32 (the reference's x86 build) */
     if (y >= 0)
@@ -71,31 +78,31 @@ static inline int32_t shift(int32_t a, int64_t y)
 /* Lanes of executions: dst[l] = OP(dst[l], src[l]) with src rows that are not dst rows (restrict lets the
    compiler vectorise), with src rows that may be (_self: lane by lane in order), and dst[l] = OP(dst[l], imm). */
 #define LANE_FUNCTIONS(NAME, OP)                                                                              \
-    static void NAME##_rows(int32_t *restrict dst, const int32_t *restrict src, int64_t n)                    \
+    INLINE void NAME##_rows(int32_t *restrict dst, const int32_t *restrict src, int64_t n)                    \
     {                                                                                                         \
         int64_t l;                                                                                            \
         for (l = 0; l < n; l++)                                                                               \
             dst[l] = OP(dst[l], src[l]);                                                                      \
     }                                                                                                         \
-    static void NAME##_rows16(int32_t *restrict dst, const int32_t *restrict src)                             \
+    INLINE void NAME##_rows16(int32_t *restrict dst, const int32_t *restrict src)                             \
     {                                                                                                         \
         int64_t l;                                                                                            \
         for (l = 0; l < 16; l++)                                                                              \
             dst[l] = OP(dst[l], src[l]);                                                                      \
     }                                                                                                         \
-    static void NAME##_self(int32_t *dst, int64_t n, const int32_t *src)                                      \
+    INLINE void NAME##_self(int32_t *dst, int64_t n, const int32_t *src)                                      \
     {                                                                                                         \
         int64_t l;                                                                                            \
         for (l = 0; l < n; l++)                                                                               \
             dst[l] = OP(dst[l], src[l]);                                                                      \
     }                                                                                                         \
-    static void NAME##_imm(int32_t *restrict dst, int32_t imm, int64_t n)                                     \
+    INLINE void NAME##_imm(int32_t *restrict dst, int32_t imm, int64_t n)                                     \
     {                                                                                                         \
         int64_t l;                                                                                            \
         for (l = 0; l < n; l++)                                                                               \
             dst[l] = OP(dst[l], imm);                                                                         \
     }                                                                                                         \
-    static void NAME##_imm16(int32_t *restrict dst, int32_t imm)                                              \
+    INLINE void NAME##_imm16(int32_t *restrict dst, int32_t imm)                                              \
     {                                                                                                         \
         int64_t l;                                                                                            \
         for (l = 0; l < 16; l++)                                                                              \
@@ -146,7 +153,7 @@ LANE_FUNCTIONS(alu_shr, OP_SHR)
 
 /* Whether every execution's index base[u] + i * f_out + j * f_in (u in [b, e), i < n_out, j < n_in) lies
    in [0, depth): the factors are unsigned fields, so the extremes are at i = j = 0 and at the last i, j. */
-static int indices_fit(const int64_t *base, int64_t b, int64_t e, int64_t n_out, int64_t n_in,
+INLINE int indices_fit(const int64_t *base, int64_t b, int64_t e, int64_t n_out, int64_t n_in,
                        int64_t f_out, int64_t f_in, int64_t depth)
 {
     int64_t lo = base[b], hi = base[b], u, reach;
@@ -158,7 +165,7 @@ static int indices_fit(const int64_t *base, int64_t b, int64_t e, int64_t n_out,
     return lo >= 0 && f_out >= 0 && f_in >= 0 && hi + reach < depth;
 }
 
-static int run_load(struct vta_ctx *c, const int64_t *r)
+INLINE int run_load(struct vta_ctx *c, const int64_t *r)
 {
     int64_t how = r[1], mtype = r[2], t0 = r[3], t1 = r[4], base = r[5], ys = r[6], row = r[7], step = r[8];
     int64_t xrow = r[10], yp0 = r[11], xp0 = r[12], y;
@@ -182,7 +189,7 @@ static int run_load(struct vta_ctx *c, const int64_t *r)
     return 1;
 }
 
-static int run_store(struct vta_ctx *c, const int64_t *r)
+INLINE int run_store(struct vta_ctx *c, const int64_t *r)
 {
     /* the low byte of each int32 lane, as the unit's conversion keeps the low OUT_WIDTH bits */
     int64_t how = r[1], sram = r[2], end = r[3], base = r[4], ys = r[5], row = r[6], step = r[7], y, k;
@@ -205,7 +212,7 @@ static int run_store(struct vta_ctx *c, const int64_t *r)
     return 1;
 }
 
-static int run_reset(struct vta_ctx *c, const int64_t *r)
+INLINE int run_reset(struct vta_ctx *c, const int64_t *r)
 {
     int64_t b = r[2], e = r[3], n_out = r[4], n_in = r[5], fo = r[6], fi = r[7], i, j, u;
     int32_t *acc = (int32_t *)c->acc;
@@ -229,21 +236,21 @@ static int run_reset(struct vta_ctx *c, const int64_t *r)
 }
 
 /* acc lanes += or -= int8 lanes (the int8 lanes are never the accumulator's: restrict) */
-static void add_int8(int32_t *restrict dst, const int8_t *restrict src, int64_t n)
+INLINE void add_int8(int32_t *restrict dst, const int8_t *restrict src, int64_t n)
 {
     int64_t l;
     for (l = 0; l < n; l++)
         dst[l] = wrap_add(dst[l], src[l]);
 }
 
-static void add_int8_16(int32_t *restrict dst, const int8_t *restrict src)
+INLINE void add_int8_16(int32_t *restrict dst, const int8_t *restrict src)
 {
     int64_t l;
     for (l = 0; l < 16; l++)
         dst[l] = wrap_add(dst[l], src[l]);
 }
 
-static void sub_int8(int32_t *restrict dst, const int8_t *restrict src, int64_t n)
+INLINE void sub_int8(int32_t *restrict dst, const int8_t *restrict src, int64_t n)
 {
     int64_t l;
     for (l = 0; l < n; l++)
@@ -251,7 +258,7 @@ static void sub_int8(int32_t *restrict dst, const int8_t *restrict src, int64_t 
 }
 
 /* +1 when weight tile w is the identity, -1 its negation, 0 otherwise */
-static int identity_sign(const struct vta_ctx *c, int64_t w)
+INLINE int identity_sign(const struct vta_ctx *c, int64_t w)
 {
     const int8_t *tile = (const int8_t *)c->wgt + w * c->block * c->block;
     int64_t o, k;
@@ -267,7 +274,7 @@ static int identity_sign(const struct vta_ctx *c, int64_t w)
 
 /* A GEMM whose every execution multiplies by a +-identity weight tile (how vtacc moves int8 data into the
    accumulator): acc[dst] += or -= inp[src], lane by lane; any other weight tile leaves it to Python. */
-static int run_gemm_identity(struct vta_ctx *c, const int64_t *r)
+INLINE int run_gemm_identity(struct vta_ctx *c, const int64_t *r)
 {
     int64_t b = r[2], e = r[3], n_out = r[4], n_in = r[5], dfo = r[6], dfi = r[7], sfo = r[8], sfi = r[9];
     int64_t wfo = r[10], wfi = r[11], i, j, u, n = c->batch * c->block, last = -1;
@@ -320,7 +327,7 @@ static int run_gemm_identity(struct vta_ctx *c, const int64_t *r)
     return 1;
 }
 
-static int run_alu(struct vta_ctx *c, const int64_t *r)
+INLINE int run_alu(struct vta_ctx *c, const int64_t *r)
 {
     int64_t b = r[2], e = r[3], n_out = r[4], n_in = r[5], dfo = r[6], dfi = r[7], sfo = r[8], sfi = r[9];
     int64_t op = r[10], use_imm = r[11], i, j, u, n = c->lanes;
@@ -340,6 +347,12 @@ static int run_alu(struct vta_ctx *c, const int64_t *r)
     return 1;
 }
 
+/* On x86-64 the loop is compiled twice, for AVX2 and for the baseline, and the loader picks the one the
+   processor runs (GCC's and Clang's function multiversioning): twice the lanes per instruction where AVX2 is,
+   and a library that still runs where it is not (a cache directory shared by different machines). */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(VTA_NO_CLONES)
+__attribute__((target_clones("avx2", "default")))
+#endif
 int64_t vta_run(struct vta_ctx *c, int64_t start, int64_t end)
 {
     int64_t k;
