@@ -14,6 +14,10 @@ compilation of every VTA launch).
 Each line: the median wall time of ``--runs`` whole processes (min, max),
 the instructions the program has, the microseconds of that median per
 instruction, and the largest peak memory of the runs as the OS counts it.
+For kernel-language programs, also the phases of one compile in this
+process (Compiled.extras["seconds"]): the tiling searches (wall time, on
+every core the searches may use), and scheduling plus code generation
+(the work done per emitted instruction) in microseconds per instruction.
 """
 
 from __future__ import annotations
@@ -66,6 +70,20 @@ def instructions(path: Path) -> int:
     return sum(len(p.instructions) for p in programs)
 
 
+def phases(source: str, n: int) -> str:
+    """The search time and the scheduling and code generation per instruction of one in-process compile of
+    a kernel-language file (an empty pair of cells for a model)."""
+    if not source.endswith(".vk"):
+        return " | "
+    from vtacc.frontend.check import check_source
+    from vtacc.program_builder import compile_file
+    from vtasm.config import default_config
+
+    compiled = compile_file(check_source(Path(source).read_text(), Path(source).name), default_config())
+    seconds = compiled.extras["seconds"]
+    return f"{seconds['search']:.2f} s | {(seconds['schedule'] + seconds['generate']) / n * 1e6:.1f} us"
+
+
 def cases(work: Path, onnx: bool) -> list[tuple[str, list[str]]]:
     """(name, vtacc arguments before -o) of every program measured."""
     out = [(p.stem, [str(p)]) for p in sorted((ROOT / "examples").glob("*.vk"))]
@@ -105,8 +123,9 @@ def main() -> None:
         work = Path(tmp)
         output = work / "out.vbin"
         print(f"whole-process `vtacc ... -o out.vbin` (default profile), median of {args.runs} (min, max)\n")
-        print("| program | compile | instructions | us per instruction | peak memory |")
-        print("|---|---:|---:|---:|---:|")
+        print("| program | compile | instructions | us per instruction | peak memory | searches | "
+              "scheduling and code generation |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
         for name, source in cases(work, args.onnx):
             if args.only and args.only not in name:
                 continue
@@ -114,7 +133,7 @@ def main() -> None:
             med = statistics.median(walls)
             n = instructions(output)
             print(f"| {name} | {med:.2f} s ({min(walls):.2f}, {max(walls):.2f}) | {n:,} | {med / n * 1e6:,.0f} | "
-                  f"{peak:.0f} MiB |", flush=True)
+                  f"{peak:.0f} MiB | {phases(source[0], n)} |", flush=True)
 
 
 if __name__ == "__main__":

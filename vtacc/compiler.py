@@ -7,6 +7,7 @@ together and keeps what ``--emit`` and ``--explain`` show.
 from __future__ import annotations
 
 import dataclasses
+import time
 from dataclasses import astuple, dataclass, field
 from pathlib import Path
 
@@ -225,7 +226,9 @@ def _compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_n
     distinct: dict[tuple, _Search] = {}
     for search in searches:
         distinct.setdefault(search.key, search)
+    started = time.perf_counter()
     chosen = dict(zip(distinct, forked_map(choose, list(distinct.values()), jobs), strict=True))
+    searched = time.perf_counter()
     planned = []
     for search in searches:
         tiling = chosen[search.key]
@@ -238,8 +241,11 @@ def _compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_n
     if params:
         tensors = [_embed(t, params[t.name], constants) if t.name in params else t for t in tensors]
     outputs = [o.name for o in entry.outputs]
+    scheduled = time.perf_counter()
     generated = generate(groups, tensors, constants, outputs, cfg, Path(source_name).name)
-    return Compiled(entry, cfg, planned, tensors, generated, profile=profile)
+    seconds = {"search": searched - started, "schedule": scheduled - searched,
+               "generate": time.perf_counter() - scheduled}  # wall time of each phase (benchmarks read it)
+    return Compiled(entry, cfg, planned, tensors, generated, extras={"seconds": seconds}, profile=profile)
 
 
 def sampled_cycles(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig, tensors: list[DramTensor],

@@ -93,9 +93,12 @@ def dependencies(accesses: list[Access], sizes: dict[str, int]) -> list[dict[str
     return deps
 
 
+_MAX = np.maximum.reduce  # the ufunc itself: ndarray.max goes through a Python wrapper first
+
+
 def _raise(latest: list[int], stage: int, last: np.ndarray, lo: int, hi: int) -> None:
     """Raise ``latest[stage]`` to the last access the stage made to elements lo..hi (``last``: its array)."""
-    found = int(last[lo]) if lo == hi else int(last[lo : hi + 1].max())
+    found = int(last[lo]) if lo == hi else int(_MAX(last[lo : hi + 1]))
     if found > latest[stage]:
         latest[stage] = found
 

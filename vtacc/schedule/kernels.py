@@ -198,7 +198,8 @@ def build_kernel(dims: list[Dim], base: tuple[int, int, int], max_uops: int | No
     if base == (0, 0, 0):
         return kernel
     bd, bs, bw = base
-    return dataclasses.replace(kernel, uops=tuple((d + bd, s + bs, w + bw) for d, s, w in kernel.uops))
+    return Kernel(tuple([(d + bd, s + bs, w + bw) for d, s, w in kernel.uops]), kernel.iter_out, kernel.iter_in,
+                  kernel.dst, kernel.src, kernel.wgt)
 
 
 @functools.lru_cache(maxsize=8192)
