@@ -20,6 +20,7 @@ from vtacc.schedule.cost import CostModel
 from vtacc.schedule.epilogue import Needs, analyse, constant_name
 from vtacc.schedule.layouts import ACT, BIAS, WGT, DramTensor, dram_tensor
 from vtacc.schedule.operators import GemmProducer, Operator, PoolProducer, TensorTable, build_operator
+from vtacc.schedule.patches import lay_out_patches
 from vtacc.schedule.problem import problem_of
 from vtacc.schedule.scheduler import IDENTITY, NEG_IDENTITY, schedule_operator, tile_count
 from vtacc.schedule.steps import Group, Load, Store
@@ -186,8 +187,10 @@ def _compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_n
     constant_tensors: dict[str, DramTensor] = {}
     constant_data: dict[str, bytes] = {}
     searches: list[_Search] = []
-    for unit in units:
-        op = build_operator(unit.kernel, unit.assign, table)
+    operators = [build_operator(unit.kernel, unit.assign, table) for unit in units]
+    # a first layer over the program's own input of few channels reads it as patches (schedule/patches.py)
+    lay_out_patches(operators, {d.name for d in entry.inputs}, table.tensors, cfg)
+    for unit, op in zip(units, operators, strict=True):
         if isinstance(op.producer, GemmProducer) and op.producer.w_data is not None:
             constant_tensors.setdefault(op.producer.w.name, op.producer.w)
             constant_data.setdefault(op.producer.w.name, op.producer.w_data)

@@ -74,7 +74,16 @@ class TensorInfo:
     convolution output is tiled as [O, C, H, W]. ``groups`` = (G, width)
     spreads the weight of a grouped convolution, [OC, IC/G, KH, KW], over
     ``width`` input channels: group g's channels start at (g * IC/G) mod width
-    and every other entry is zero (block-diagonal tiles).
+    and every other entry is zero (block-diagonal tiles). ``patches`` = (K,
+    stride, pad) stores a 4-D array [N, C, H, W] as the K x K windows a
+    convolution of that stride and padding reads: [N, K*K*C, Ho, Wo], channel
+    (ky*K + kx)*C + c of position (yo, xo) holding element (c, yo*stride - pad
+    + ky, xo*stride - pad + kx) (zero outside the array). A convolution's
+    weights [OC, C, K, K] with patches (K, 1, 0) are [OC, K*K*C, 1, 1] in the
+    same order, so the convolution is a 1x1 one over the patches (vtacc lays
+    out a network's first layer so: 3 channels padded to a block of 16 would
+    waste 13/16 of its multiplies). Unpacking takes each element from a window
+    that holds it (one a stride leaves out comes back zero).
     """
 
     name: str
@@ -84,13 +93,18 @@ class TensorInfo:
     repeat: int = 1  # each tile stored this many times (a broadcast axis before the tile axes)
     view: tuple[int, ...] | None = None  # the logical array reshaped to this before tiling
     groups: tuple[int, int] | None = None  # (G, width): grouped weights spread block-diagonally
+    patches: tuple[int, int, int] | None = None  # (K, stride, pad): stored as a convolution's windows
 
     @property
     def stored_shape(self) -> tuple[int, ...]:
-        """The shape the tiles split: the logical shape after ``view`` and ``groups``."""
+        """The shape the tiles split: the logical shape after ``view``, ``groups`` and ``patches``."""
         shape = self.view or self.shape
         if self.groups is not None:
             shape = (shape[0], self.groups[1]) + tuple(shape[2:])
+        if self.patches is not None:
+            k, stride, pad = self.patches
+            n, c, h, w = shape
+            shape = (n, k * k * c, (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1)
         return shape
 
     def layout_problem(self) -> str | None:
@@ -106,9 +120,38 @@ class TensorInfo:
                 return f"groups={g} must divide the {base[0]} output channels"
             if width < base[1] or width % base[1]:
                 return f"the width {width} must be a multiple of the {base[1]} channels per group"
+        if self.patches is not None:
+            if len(self.shape) != 4 or self.view is not None or self.groups is not None:
+                return "patches lay out a 4-D array [N, C, H, W] (with no view or groups)"
+            k, stride, pad = self.patches
+            if k < 1 or stride < 1 or pad < 0:
+                return f"patches [K, stride, pad] must be positive (pad at least 0), got {list(self.patches)}"
+            if min(self.shape[2:]) + 2 * pad < k:
+                return f"a {k}x{k} patch does not fit the {self.shape[2]}x{self.shape[3]} array padded by {pad}"
         if len(self.tile) != len(self.stored_shape):
             return f"tile has {len(self.tile)} values for {len(self.stored_shape)} dimensions"
         return None
+
+    def _to_patches(self, arr: np.ndarray) -> np.ndarray:
+        k, stride, pad = self.patches  # type: ignore[misc]
+        n, c = arr.shape[:2]
+        _, _, ho, wo = self.stored_shape
+        padded = np.pad(arr, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
+        windows = np.lib.stride_tricks.sliding_window_view(padded, (k, k), axis=(2, 3))[:, :, ::stride, ::stride]
+        windows = windows[:, :, :ho, :wo]  # [N, C, Ho, Wo, ky, kx]
+        return np.ascontiguousarray(windows.transpose(0, 4, 5, 1, 2, 3)).reshape(n, k * k * c, ho, wo)
+
+    def _from_patches(self, stored: np.ndarray) -> np.ndarray:
+        k, stride, pad = self.patches  # type: ignore[misc]
+        n, c, h, w = self.shape
+        _, _, ho, wo = self.stored_shape
+        windows = stored.reshape(n, k, k, c, ho, wo)
+        padded = np.zeros((n, c, h + 2 * pad, w + 2 * pad), dtype=stored.dtype)
+        for ky in range(k):
+            for kx in range(k):
+                padded[:, :, ky : ky + stride * (ho - 1) + 1 : stride, kx : kx + stride * (wo - 1) + 1 : stride] = \
+                    windows[:, ky, kx]
+        return padded[:, :, pad : pad + h, pad : pad + w]
 
     def _spread(self, base: np.ndarray) -> np.ndarray:
         g, width = self.groups  # type: ignore[misc]
@@ -181,6 +224,8 @@ class TensorInfo:
             arr = arr.reshape(self.view)
         if self.groups is not None:
             arr = self._spread(arr)
+        if self.patches is not None:
+            arr = self._to_patches(arr)
         padded_shape = tuple(o * t for o, t in zip(self.outer_shape, self.tile, strict=True))
         padded = np.zeros(padded_shape, dtype=self.np_dtype)
         padded[tuple(slice(0, n) for n in arr.shape)] = arr
@@ -201,6 +246,8 @@ class TensorInfo:
         stored = padded[tuple(slice(0, n) for n in self.stored_shape)]
         if self.groups is not None:
             stored = self._gather(stored)
+        if self.patches is not None:
+            stored = self._from_patches(stored)
         return np.ascontiguousarray(stored.reshape(self.shape))
 
 

@@ -39,6 +39,7 @@ class DramTensor:
     spread: tuple[int, int] | None = None  # grouped weights: (groups, width) of the block-diagonal expansion
     slice_of: DramTensor | None = None  # a channel slice of this tensor (written in place by a concat part)
     slice_c0: int = 0  # the slice's first channel tile in that tensor
+    patches: tuple[int, int, int] | None = None  # (K, stride, pad): stored as a convolution's windows (patches.py)
 
     @property
     def n_tiles(self) -> int:
@@ -82,9 +83,9 @@ class DramTensor:
             # for activations, and the same bias for every row for per-channel vectors)
             return TensorInfo(self.name, self.dtype, self.logical, (cfg.block_out,), repeat=cfg.batch)
         first = cfg.block_out if self.kind == WGT else cfg.batch
-        if self.view is not None or self.spread is not None:
+        if self.view is not None or self.spread is not None or self.patches is not None:
             return TensorInfo(self.name, self.dtype, self.logical, (first, cfg.block_in, 1, 1), view=self.view,
-                              groups=self.spread)
+                              groups=self.spread, patches=self.patches)
         return TensorInfo(self.name, self.dtype, self.logical, (first, cfg.block_in) + (1,) * (rank - 2))
 
 
@@ -101,9 +102,14 @@ def view4(shape: tuple[int, ...]) -> tuple[int, int, int, int]:
 
 def dram_tensor(name: str, dtype: str, shape: tuple[int, ...], kind: str, cfg: VTAConfig,
                 constant: bool = False, view: tuple[int, ...] | None = None,
-                spread: tuple[int, int] | None = None) -> DramTensor:
-    """A DramTensor for a logical tensor used as ``kind`` (weights possibly reshaped or spread, see TensorInfo)."""
+                spread: tuple[int, int] | None = None, patches: tuple[int, int, int] | None = None) -> DramTensor:
+    """A DramTensor for a logical tensor used as ``kind`` (weights possibly reshaped or spread, a 4-D tensor
+    possibly laid out as patches: see TensorInfo)."""
     dims = view4(tuple(view or shape))
     if spread is not None:
         dims = (dims[0], spread[1], dims[2], dims[3])
-    return DramTensor(name, dtype, tuple(shape), dims, kind, cfg, constant, view, spread)
+    if patches is not None:
+        k, stride, pad = patches
+        n, c, h, w = dims
+        dims = (n, k * k * c, (h + 2 * pad - k) // stride + 1, (w + 2 * pad - k) // stride + 1)
+    return DramTensor(name, dtype, tuple(shape), dims, kind, cfg, constant, view, spread, patches=patches)

@@ -104,6 +104,8 @@ class _Printer:
                 repeat += f" view [{_ints(tensor.view)}]"
             if tensor.groups is not None:
                 repeat += f" groups({_ints(tensor.groups)})"
+            if tensor.patches is not None:
+                repeat += f" patches({_ints(tensor.patches)})"
             head = f".tensor {name} {tensor.dtype}[{_ints(tensor.shape)}] tile({_ints(tensor.tile)}){repeat} {where}"
             return [head] + _hex_lines(data[:used])
         lines = [f".data {name} {where}"] + _hex_lines(data[:used])

@@ -28,7 +28,7 @@ DEFAULT_ALIGN = 4096
 TABLE_ALIGN = 4096
 INT_DIRECTIVES = {".int8": "int8", ".int16": "int16", ".int32": "int32", ".uint8": "uint8"}
 CONTENT_DIRECTIVES = frozenset(INT_DIRECTIVES) | {".hex", ".zero", ".file"}
-_TENSOR_OPTIONS = {"from": " (use .file for raw data)", "repeat": "", "view": "", "groups": ""}
+_TENSOR_OPTIONS = {"from": " (use .file for raw data)", "repeat": "", "view": "", "groups": "", "patches": ""}
 
 
 @dataclass
@@ -139,9 +139,14 @@ def _tensor_info(d: ast.Directive, symbols: Symbols, repeat: int, options: dict)
     if "groups" in options:
         g, width = (_positive(symbols, e, "a groups value") for e in options["groups"][0])
         groups = (g, width)
+    patches = None
+    if "patches" in options:
+        k, stride, pad = options["patches"][0]
+        patches = (_positive(symbols, k, "a patch size"), _positive(symbols, stride, "a patch stride"),
+                   _non_negative(symbols, pad, "a patch padding"))
     if view is None and groups is None and len(tiles) != len(shape):
         raise AsmError(f"tile has {len(tiles)} values for {len(shape)} dimensions", d.span)
-    tensor = TensorInfo(name.value, dtype.value, shape, tiles, repeat, view, groups)
+    tensor = TensorInfo(name.value, dtype.value, shape, tiles, repeat, view, groups, patches)
     problem = tensor.layout_problem()
     if problem is not None:
         raise AsmError(f"tensor {name.value}: {problem}", d.span)

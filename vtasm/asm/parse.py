@@ -259,6 +259,9 @@ class _ToAst(Transformer):
     def opt_groups(self, meta, children):
         return ("groups", tuple(children), self._span(meta))
 
+    def opt_patches(self, meta, children):
+        return ("patches", tuple(children), self._span(meta))
+
     def kv(self, meta, children):
         key, value = children
         key_name = self._name(key).value

@@ -175,7 +175,12 @@ def _tensor_entry(t: TensorInfo) -> dict:
         entry["view"] = list(t.view)
     if t.groups is not None:
         entry["groups"] = list(t.groups)
+    if t.patches is not None:
+        entry["patches"] = list(t.patches)
     return entry
+
+
+OPTIONAL_TENSOR_KEYS = ("repeat", "view", "groups", "patches")  # a tensor entry's optional keys (raw.py too)
 
 
 def _tensors(value: object, segments: list[SegmentEntry], where: str) -> list[TensorInfo]:
@@ -183,7 +188,7 @@ def _tensors(value: object, segments: list[SegmentEntry], where: str) -> list[Te
     out: list[TensorInfo] = []
     for i, item in enumerate(get_list(value, where)):
         at = f"{where}[{i}]"
-        obj = get_object(item, at, ("name", "dtype", "shape", "tile"), ("repeat", "view", "groups"))
+        obj = get_object(item, at, ("name", "dtype", "shape", "tile"), OPTIONAL_TENSOR_KEYS)
         name = get_str(obj["name"], f"{at}.name")
         if any(t.name == name for t in out):
             raise FormatError(f"{at}: duplicate tensor name '{name}'")
@@ -198,7 +203,14 @@ def _tensors(value: object, segments: list[SegmentEntry], where: str) -> list[Te
         groups = _dims(obj["groups"], f"{at}.groups") if "groups" in obj else None
         if groups is not None and len(groups) != 2:
             raise FormatError(f"{at}.groups: must be [G, width], got {list(groups)}")
-        tensor = TensorInfo(name, dtype, shape, tile, repeat, view, groups)  # type: ignore[arg-type]
+        patches = None
+        if "patches" in obj:
+            where = f"{at}.patches"
+            values = get_list(obj["patches"], where)
+            patches = tuple(get_int(v, f"{where}[{k}]", minimum=0) for k, v in enumerate(values))
+            if len(patches) != 3:
+                raise FormatError(f"{where}: must be [K, stride, pad], got {list(patches)}")
+        tensor = TensorInfo(name, dtype, shape, tile, repeat, view, groups, patches)  # type: ignore[arg-type]
         problem = tensor.layout_problem()
         if problem is not None:
             raise FormatError(f"{at}: {problem}")

@@ -28,7 +28,7 @@ from vtasm.program import DumpRange, Program, Segment, TensorInfo, first_overlap
 
 from .jsonfields import get_int, get_list, get_object, get_str, parse_json
 from .magic import is_network
-from .meta import SegmentEntry, _labels, _tensor_entry, _tensors, smap_from_json, smap_to_json
+from .meta import OPTIONAL_TENSOR_KEYS, SegmentEntry, _labels, _tensor_entry, _tensors, smap_from_json, smap_to_json
 from .vbin import check_config_matches, config_difference, is_vbin, read_vbin
 
 LAYOUT = "layout.json"
@@ -210,7 +210,7 @@ def _read_tensors(value: object, placed: list[tuple[str, int, bytes]],
     entries = []
     for i, item in enumerate(get_list(value, where)):
         at = f"{where}[{i}]"
-        obj = dict(get_object(item, at, ("file", "name", "dtype", "shape", "tile"), ("repeat", "view", "groups")))
+        obj = dict(get_object(item, at, ("file", "name", "dtype", "shape", "tile"), OPTIONAL_TENSOR_KEYS))
         file = get_str(obj.pop("file"), f"{at}.file")
         if file not in uses:
             raise FormatError(f"{at}.file: {file!r} is not the file of any segment")
