@@ -21,6 +21,7 @@ from vtacc.schedule.steps import WGT
 from vtasm import isa
 from vtasm.portability import portable_uop_entries
 
+from .bound import bound_text, network_bound
 from .compiler import Compiled, compulsory_bytes
 from .roofline import roofline_points, roofline_text
 
@@ -103,6 +104,7 @@ def explain(compiled: Compiled) -> str:
     lines.append(f"  predicted ({report.profile}, memory latency {compiled.profile.latency}): "
                  f"{report.cycles:,} cycles = {report.seconds * 1e6:,.2f} us at {report.clock_mhz:g} MHz; "
                  f"GEMM {report.gemm_utilisation:.1%} of peak, {report.gops:.2f} GOPS of {report.peak_gops:.1f}")
+    lines += bound_text(network_bound(compiled), report.profile)
     lines += roofline_text(roofline_points(compiled))
     return "\n".join(lines) + "\n"
 
