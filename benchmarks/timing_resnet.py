@@ -6,7 +6,8 @@ under the same profile with `--timing-only` semantics (no data is computed). The
 chisel-2019" times the program compiled for the 2019 core on this design: what choosing the tiles for
 the design itself gains. The bound column says which module is busier: the compute module (GEMM and
 the ALU epilogue) or the load module (busy plus waiting for memory). The whole network is
-`../shared/perf/resnet18_full.vk` (ResNet-18 as one program), found through VTA_SHARED.
+`../shared/perf/resnet18_full.vk` (ResNet-18 as one program), found through VTA_SHARED, with its bound
+and the fraction of it reached (`vtacc --explain` prints the same).
 
     python benchmarks/timing_resnet.py [--profiles chisel-2019,chisel-2021,hls] [--no-whole]
 """
@@ -22,6 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tests.vtacc.resnet import RESNET, layer_source  # noqa: E402
+from vtacc.bound import network_bound  # noqa: E402
 from vtacc.frontend.check import check_source  # noqa: E402
 from vtacc.program_builder import compile_file  # noqa: E402
 from vtasim.timing.names import BUILTIN, DEFAULT  # noqa: E402
@@ -71,18 +73,22 @@ def whole_network(profiles: list[Profile]) -> None:
     cfg = default_config()
     checked = check_source(source.read_text(encoding="utf-8"), str(source))
     baseline = load_profile("chisel-2019")
-    base_program = compile_file(checked, cfg, profile=baseline).program
-    print(f"\nWhole network ({source.name}, {len(base_program.instructions):,} instructions compiled for chisel-2019), "
-          "memory latency 16\n")
-    print("| profile | cycles (tiled for it) | time at its clock | GEMM utilisation | tiled for chisel-2019 |")
-    print("|---|---:|---:|---:|---:|")
+    base = compile_file(checked, cfg, profile=baseline)
+    print(f"\nWhole network ({source.name}, {len(base.program.instructions):,} instructions compiled for "
+          "chisel-2019), memory latency 16; its bound (vtacc/bound.py: the arithmetic's own work on the compute "
+          "stage, the compulsory bytes on the bus) and the fraction reached\n")
+    print("| profile | cycles (tiled for it) | time at its clock | GEMM utilisation | bound | reached | "
+          "tiled for chisel-2019 |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for profile in profiles:
-        program = base_program if profile.name == baseline.name else compile_file(checked, cfg, profile=profile).program
-        report = time_program(program, profile, record=False).report
-        base = time_program(base_program, profile, record=False).report.cycles
+        compiled = base if profile.name == baseline.name else compile_file(checked, cfg, profile=profile)
+        report = compiled.timed.report
+        bound = network_bound(compiled)
+        binds = "compute" if bound.compute >= bound.memory else "memory"
+        other = time_program(base.program, profile, record=False).report.cycles
         label = f"`{profile.name}`" + (" (default)" if profile.name == DEFAULT else "")
         print(f"| {label} | {report.cycles:,} | {report.seconds * 1e3:.2f} ms | {report.gemm_utilisation:.1%} | "
-              f"{base:,} ({base / report.cycles - 1:+.1%}) |")
+              f"{bound.bound:,.0f} ({binds}) | {bound.fraction:.1%} | {other:,} ({other / report.cycles - 1:+.1%}) |")
 
 
 def main() -> None:
