@@ -21,11 +21,22 @@ from pathlib import Path
 
 import numpy as np
 
+from vtacc.bound import network_bound
 from vtacc.frontend.onnx.reference import run_int8
 from vtacc.model import CompiledModel, compile_model
 from vtasim.runs.session import run_arrays
 from vtasim.timing.profile import load_profile
 from vtasm.config import default_config
+
+
+def layer_bounds(model: CompiledModel) -> dict[str, float]:
+    """Each layer's bound (vtacc/bound.py: the work its arithmetic needs, against its compulsory bytes)."""
+    compiled = model.compiled
+    by_result = {need.name: need.bound for need in network_bound(compiled).needs}
+    bounds: dict[str, float] = {}
+    for planned in compiled.planned:
+        bounds[planned.op.kernel] = bounds.get(planned.op.kernel, 0.0) + by_result.get(planned.op.out.name, 0.0)
+    return bounds
 
 
 def layer_cycles(model: CompiledModel) -> list[tuple[str, int]]:
@@ -61,8 +72,9 @@ def colour_of(name: str) -> str:
     return next(colour for key, colour, _ in KINDS if key in name)
 
 
-def draw(layers: list[tuple[str, int]], mhz: float, path: Path, title: str) -> None:
-    """A bar per layer (its time in ms), coloured by kind, with a legend of the kinds drawn."""
+def draw(layers: list[tuple[str, int]], bounds: dict[str, float], mhz: float, path: Path, title: str) -> None:
+    """A bar per layer (its time in ms), coloured by kind, with a legend of the kinds drawn; the part of a bar
+    above the layer's bound, what it loses to it, hatched."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -73,13 +85,17 @@ def draw(layers: list[tuple[str, int]], mhz: float, path: Path, title: str) -> N
     names = [n for n, _ in layers]
     ms = [c / mhz / 1000 for _, c in layers]
     colours = [colour_of(n) for n in names]
-    ax.bar(range(len(names)), ms, color=colours)
+    bound_ms = [min(m, bounds.get(n, c) / mhz / 1000) for n, m, (_, c) in zip(names, ms, layers, strict=True)]
+    lost = [m - b for m, b in zip(ms, bound_ms, strict=True)]
+    ax.bar(range(len(names)), bound_ms, color=colours)
+    ax.bar(range(len(names)), lost, bottom=bound_ms, color="white", edgecolor=colours, hatch="////", linewidth=0)
     ax.set_xticks(range(len(names)), names, rotation=75, ha="right", fontsize=7)
     ax.set_ylabel("time on VTA (ms)")
     ax.set_title(title, fontsize=10)
     ax.grid(axis="y", alpha=0.3)
-    ax.legend(handles=[Patch(facecolor=c, label=text) for _, c, text in KINDS if c in colours],
-              loc="upper right", fontsize=8)
+    ax.legend(handles=[Patch(facecolor=c, label=text) for _, c, text in KINDS if c in colours]
+              + [Patch(facecolor="white", edgecolor="grey", hatch="////", label="lost to the layer's bound "
+                       "(its arithmetic's own work; vtacc --explain)")], loc="upper right", fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -112,7 +128,7 @@ def main() -> int:
     for name, c in sorted(layers, key=lambda item: -item[1])[:5]:
         print(f"  {name:<26} {c:>11,} cycles  {100 * c / cycles:5.1f} %")
     if args.chart is not None:
-        draw(layers, profile.clock_mhz, args.chart,
+        draw(layers, layer_bounds(model), profile.clock_mhz, args.chart,
              f"ResNet-18 (random weights, int8) per layer on {profile.name}, {cycles / profile.clock_mhz / 1000:.1f}"
              f" ms in all (vtacc + timing model)")
         print(f"resnet18: per-layer chart {args.chart}")
