@@ -9,8 +9,9 @@ Each result (operator) needs, on the compute stage, in the profile's cycles:
   pooling's input, an int8 operand of an epilogue) passes through the GEMM
   core once, BATCH x BLOCK_OUT of them an execution (portable code has no
   8-bit accumulator loads);
-- resets: every accumulator row a GEMM result fills is zeroed once
-  (``gemm.reset_per_execution``);
+- resets: every accumulator row a GEMM fills is zeroed once (a result's
+  rows; the rows a pooling's int8 input is moved into), at
+  ``gemm.reset_per_execution``;
 - ALU: a pooling's window takes K*K - 1 tensor operations per output row;
   any other result's epilogue, the operations the program runs for it (the
   expression's own work: a shift, a bias, a clip);
@@ -118,8 +119,9 @@ def network_bound(compiled: Compiled) -> NetworkBound:
             macs = _macs(p)
             gemm, resets = macs / per_exec, out_rows
         elif isinstance(p, PoolProducer):
-            if p.x.kind == ACT:
+            if p.x.kind == ACT:  # the int8 input moved into a zeroed accumulator region
                 identity += _elements(p.node.x.shape) / lanes
+                resets = _elements(p.node.x.shape) / lanes
             alu_cycles = (p.size * p.size - 1) * out_rows * profile.alu_tensor_per_execution
         compute = ((gemm + identity) * profile.gemm_per_execution + resets * profile.gemm_reset_per_execution
                    + alu_cycles)

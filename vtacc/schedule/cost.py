@@ -35,6 +35,7 @@ from .convolution import chunk_window
 from .dma import box_dmas
 from .epilogue import Needs
 from .kernels import copies_needed
+from .pooling import separable_tap
 from .problem import Problem
 
 EPILOGUE_PARTS = 4  # the scheduler splits the last tile's epilogue and store into up to this many parts
@@ -104,7 +105,12 @@ class CostModel:
             reset = self.gemm(e, 1, reset=True) + (self.gemm(e * copies, 1, reset=True) if copies else 0)
         elif producer == "pool":
             chunk_load = tn * toc * self.dma(INP, th_in, tw_in)
-            chunk_gemm = self.gemm(tn * toc * th_in * tw_in, 1) + kk * self.alu(e, imm=False)
+            chunk_gemm = self.gemm(tn * toc * th_in * tw_in, 1)
+            if separable_tap(sh.kh, sh.stride, sh.pad) is not None:  # row folds, column folds, a copy (pooling.py)
+                chunk_gemm += ((sh.kw - 1) * self.alu(tn * toc * th_in * tw, imm=False)
+                               + (sh.kh - 1) * self.alu(e, imm=False) + self.alu(e, imm=False))
+            else:
+                chunk_gemm += kk * self.alu(e, imm=False)
         epilogue, store = self._epilogue(sh, needs, tn, toc, th, tw)
         if producer == "gemm":
             epilogue += copies * self.alu(e, imm=False)
