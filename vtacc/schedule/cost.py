@@ -105,7 +105,9 @@ class CostModel:
             reset = self.gemm(e, 1, reset=True) + (self.gemm(e * copies, 1, reset=True) if copies else 0)
         elif producer == "pool":
             chunk_load = tn * toc * self.dma(INP, th_in, tw_in)
+            # the window moved into a zeroed region (pooling.py), the output slot zeroed
             chunk_gemm = self.gemm(tn * toc * th_in * tw_in, 1)
+            reset = self.gemm(tn * toc * th_in * tw_in, 1, reset=True) + self.gemm(e, 1, reset=True)
             if separable_tap(sh.kh, sh.stride, sh.pad) is not None:  # row folds, column folds, a copy (pooling.py)
                 chunk_gemm += ((sh.kw - 1) * self.alu(tn * toc * th_in * tw, imm=False)
                                + (sh.kh - 1) * self.alu(e, imm=False) + self.alu(e, imm=False))
