@@ -19,6 +19,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
@@ -60,7 +61,12 @@ def _in_workers(fn: Callable[[T], R], items: Sequence[T], jobs: int) -> list[R]:
     global _WORK
     _WORK = (fn, items)
     try:
-        with multiprocessing.get_context("fork").Pool(min(jobs, len(items))) as pool:
+        with warnings.catch_warnings():
+            # Python 3.12+ warns of forking a process with threads of any kind; numpy's BLAS keeps idle worker
+            # threads, which it re-creates in a child (pthread_atfork), and no Python thread runs (_can_fork)
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pool = multiprocessing.get_context("fork").Pool(min(jobs, len(items)))
+        with pool:
             outcomes = pool.map(_run, range(len(items)), chunksize=1)
     finally:
         _WORK = None
