@@ -229,7 +229,7 @@ def choose_tiling(op: Operator, needs: Needs, cfg: VTAConfig, fixed: dict, threa
     # two virtual threads (over at least two tiles) unless nothing fits that way
     attempts = [(t, two) for t in ([threads] if threads else [2, 1]) for two in ((True, False) if t == 2 else (False,))]
     for th_, two_tiles in attempts:
-        fitting = [got for cand in _space(pr, fixed, gemm, orders, th_, two_tiles)
+        fitting = [got for cand in _space(pr, fixed, gemm, orders, th_, two_tiles, blocks=pool)
                    if (got := _evaluate(cand, pr, needs, cfg, gemm, pool, extra_bytes, model)) is not None]
         if fitting:
             # within the traffic budget, the fewest DRAM bytes (data and the instruction stream the fetch module
@@ -270,15 +270,20 @@ def _confirmed(near: list[Tiling], confirm: Callable[[Tiling], int]) -> Tiling:
     return min(picked, key=lambda t: (confirm(t), _bytes(t)))
 
 
-def _space(pr: Problem, fixed: dict, gemm: bool, orders: list[str], threads: int, two_tiles: bool):
-    """Candidate tilings (before checking capacity)."""
+def _space(pr: Problem, fixed: dict, gemm: bool, orders: list[str], threads: int, two_tiles: bool,
+           blocks: bool = False):
+    """Candidate tilings (before checking capacity). ``blocks``: also parts of several rows (a pooling, whose
+    windows overlap between tiles: a taller tile loads fewer rows twice)."""
     if fixed.get("w") is not None:  # a fixed width: any number of rows
         tw = min(fixed["w"], pr.ow)
         spatial = [(th, tw) for th in _candidates(pr.oh, fixed.get("h"))]
-    else:  # whole rows, or a part of one row
+    else:  # whole rows, or a part of one row (or of several)
         spatial = [(th, pr.ow) for th in _candidates(pr.oh, fixed.get("h"))]
         if fixed.get("h") in (None, 1):
             spatial += [(1, tw) for tw in _candidates(pr.ow) if tw < pr.ow]
+        if blocks:
+            spatial += [(th, tw) for th in _candidates(pr.oh, fixed.get("h")) if th > 1
+                        for tw in _candidates(pr.ow) if tw < pr.ow]
     for tn in _candidates(pr.n_t, fixed.get("n")):
         for toc in _candidates(pr.oc_t, fixed.get("c")):
             for th, tw in spatial:
