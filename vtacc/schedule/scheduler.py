@@ -216,9 +216,12 @@ def _tile_total(t: Tiling, pr: Problem) -> int:
         * math.ceil(pr.ow / t.tw)
 
 
-def schedule_operator(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig, limit: int | None = None) -> list[Group]:
+def schedule_operator(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig, limit: int | None = None,
+                      preload: tuple[int, int] = (0, 0)) -> list[Group]:
     """All step groups of one operator (with ``limit``: the constants and the first ``limit`` tiles only,
-    for timing a sample of a candidate tiling)."""
+    for timing a sample of a candidate tiling). ``preload`` = (base, count): with the inputs order, the
+    first ``count`` tiles' weights go to slots of their own from weight element ``base`` up, which the
+    compiler loads ahead of the operator before (compiler._preload_weights)."""
     pr = problem_of(op, cfg)
     slots = _plan_slots(t, pr, needs, op)
     groups: list[Group] = []
@@ -258,6 +261,8 @@ def schedule_operator(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig, lim
                 wbase = slots.wgt[(wcount - 1) % t.threads]
             else:
                 wbase = slots.wgt[tile.thread]
+            if t.order == "inputs" and counter <= preload[1]:  # a preloaded tile: its own slot
+                wbase = preload[0] + (counter - 1) * t.toc * pr.ic_t * pr.kh * pr.kw
             if t.order == "inputs":
                 key = (g, n0, h0, w0)
                 if key != last_inputs:
@@ -287,6 +292,24 @@ def schedule_operator(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig, lim
             _epilogue(op, part, slots, needs, group, cfg, offset)
         groups.append(group)
     return groups
+
+
+def weight_slots(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig) -> int:
+    """The weight buffer's elements up to the end of the operator's rotating slots (identity tiles included)."""
+    slots = _plan_slots(t, problem_of(op, cfg), needs, op)
+    if not slots.wgt or not isinstance(op.producer, GemmProducer):
+        return 0
+    pr = problem_of(op, cfg)
+    wslot = t.toc * (pr.ic_t if (t.resident or t.order == "inputs") else t.tic) * pr.kh * pr.kw
+    return slots.wgt[-1] + wslot
+
+
+def weight_slot_elems(op: Operator, t: Tiling, cfg: VTAConfig) -> int:
+    """Weight buffer elements one tile's weights take with the inputs order (0 for other orders and producers)."""
+    if not isinstance(op.producer, GemmProducer) or t.order != "inputs":
+        return 0
+    pr = problem_of(op, cfg)
+    return t.toc * pr.ic_t * pr.kh * pr.kw
 
 
 def epilogue_parts(tile: Tile, needs: Needs, last: bool) -> list[tuple[Tile, int]]:
