@@ -242,7 +242,7 @@ def _compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_n
     searched = time.perf_counter()
     planned = []
     preloads: dict[int, int] = {}  # operator -> how many of its first tiles load their weights ahead
-    top = 0  # the weight buffer's highest element in use by the last operator with weights
+    top = 0  # the weight buffer's highest element in use since the last operator with weights of its own
     for k, search in enumerate(searches):
         tiling = chosen[search.key]
         first = len(groups)
@@ -257,8 +257,8 @@ def _compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_n
                 preloads[k] = count
         groups += schedule_operator(search.op, tiling, search.needs, cfg, preload=preload)
         planned.append(Planned(search.op, search.needs, tiling, range(first, len(groups))))
-        if _has_weights(planned[-1]):
-            top = max((hi + 1 for g in planned[-1].groups for _, hi in _weight_ranges([groups[g]])), default=0)
+        used = max((hi + 1 for g in planned[-1].groups for _, hi in _weight_ranges([groups[g]])), default=0)
+        top = used if _has_weights(planned[-1]) else max(top, used)
     groups = _preload_weights(groups, planned, preloads)
     tensors, constants = _program_tensors(entry, table, cfg, constant_tensors, constant_data,
                                           any(p.needs.identity for p in planned),
@@ -274,15 +274,16 @@ def _compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_n
 
 
 def _has_weights(p: Planned) -> bool:
-    """Whether an operator loads weights of its own (identity tiles apart)."""
-    return isinstance(p.op.producer, GemmProducer)
+    """Whether an operator loads weights of its own: not a pooling, nor a global average pool's multiplier
+    tiles (the compiler's, a few elements), nor identity tiles."""
+    return isinstance(p.op.producer, GemmProducer) and p.op.producer.w_data is None
 
 
 def _preload_weights(groups: list[Group], planned: list[Planned], preloads: dict[int, int]) -> list[Group]:
     """The program's groups with the preloaded weight tiles of each operator in ``preloads`` (its operator
     number -> how many of its first tiles have slots of their own at the top of the buffer) moved before
-    the last tiles of the operator with weights ahead of it (a pooling, with none, lies between);
-    ``planned``'s ranges renumbered.
+    the last tiles of the nearest operator with weights of its own ahead of it (a pooling, with none,
+    and any element-wise operator lie between); ``planned``'s ranges renumbered.
 
     The load stage issues in program order, and a pooling's loads all wait
     for the stores of the operator before it (its input goes through DRAM),
@@ -298,8 +299,8 @@ def _preload_weights(groups: list[Group], planned: list[Planned], preloads: dict
                  if isinstance(st, Load) and st.buffer == WGT_BUFFER and st.tensor not in (IDENTITY, NEG_IDENTITY)]
         moved = moved[:count]
         base = min((st.dma.sram for st in moved), default=0)
-        ahead = planned[k - 2] if k >= 2 else None
-        if not moved or ahead is None or not _has_weights(ahead):
+        ahead = next((planned[j] for j in range(k - 2, -1, -1) if _has_weights(planned[j])), None)
+        if not moved or ahead is None:
             continue
         at = max(ahead.groups.start, ahead.groups.stop - ahead.tiling.threads)  # its last tiles' groups
         between = _weight_ranges(groups[g] for g in range(at, planned[k].groups.start))

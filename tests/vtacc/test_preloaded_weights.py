@@ -76,3 +76,34 @@ def test_a_classifier_whose_tiles_fill_the_buffer_keeps_its_preloads_apart():
     want = np.clip((pooled @ wf.T.astype(np.int64)) >> 7, -128, 127).astype(np.int8)
     assert np.array_equal(result.outputs["y"], want)
     assert result.races == []
+
+
+TAIL = """
+kernel block(x: int8[1, 32, 14, 14], w: int8[64, 32, 3, 3], s: int8[1, 64, 14, 14]) -> y: int8[1, 64, 14, 14] {
+    y = clip((conv2d(x, w, stride=1, pad=1) >> 8) + s, 0, 127)
+}
+
+kernel gap(x: int8[1, 64, 14, 14]) -> y: int8[1, 64, 1, 1] {
+    y = clip(global_avg_pool(x), -128, 127)
+}
+
+kernel main(x: int8[1, 32, 14, 14], w: int8[64, 32, 3, 3], s: int8[1, 64, 14, 14], wf: int8[300, 64])
+    -> y: int8[1, 300] {
+    y = clip(matmul(flatten(gap(block(x, w, s))), wf) >> 6, -128, 127)
+}
+"""
+
+
+def test_a_classifier_after_a_global_average_loads_ahead_of_it():
+    """A network's usual tail (ResNet from ONNX): the global average's multiplier tiles are the compiler's, so
+    the classifier's first weights load during the convolution before it."""
+    rng = np.random.default_rng(9)
+    x, w, skip, wf = rand8(rng, 1, 32, 14, 14), rand8(rng, 64, 32, 3, 3), rand8(rng, 1, 64, 14, 14), \
+        rand8(rng, 300, 64)
+    result = run(TAIL, {"x": x, "w": w, "s": skip, "wf": wf})
+    body = np.clip((conv_ref(x, w, 1, 1) >> 8) + skip, 0, 127).astype(np.int64)
+    pooled = np.clip((body.sum(axis=(2, 3)) * 84) >> 14, -128, 127)  # 196 values: * 84 >> 14 (docs/language.md)
+    want = np.clip((pooled @ wf.T.astype(np.int64)) >> 6, -128, 127).astype(np.int8)
+    assert np.array_equal(result.outputs["y"], want)
+    assert result.races == []
+    assert any(g.title.endswith("its first weight tiles, loaded ahead") for g in result.compiled.groups)
