@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from vtacc.frontend import checked as ck
 from vtacc.schedule.layouts import ACT
 from vtacc.schedule.operators import GemmProducer, PoolProducer
-from vtacc.schedule.tiling import compulsory_parts
 
 from .compiler import Compiled
 from .roofline import roofline_points
@@ -51,7 +50,7 @@ class Need:
     resets: float
     alu_cycles: float
     compute: float  # cycles
-    reads: int  # compulsory bytes (reads counted slower where the weight bank is)
+    reads: float  # compulsory bytes (reads counted slower where the weight bank is)
     writes: int
     memory: float  # cycles
     cycles: int  # what the result took in the program
@@ -125,10 +124,8 @@ def network_bound(compiled: Compiled) -> NetworkBound:
             alu_cycles = (p.size * p.size - 1) * out_rows * profile.alu_tensor_per_execution
         compute = ((gemm + identity) * profile.gemm_per_execution + resets * profile.gemm_reset_per_execution
                    + alu_cycles)
-        reads, writes, weights = compulsory_parts(op, planned.needs, cfg)
-        slow_reads = reads + (profile.wgt_beat_cycles - 1) * weights
-        needs.append(Need(op.out.name, point.label, macs, gemm, identity, resets, alu_cycles, compute, slow_reads,
-                          writes, max(slow_reads, writes) / profile.bus_bytes, point.cycles))
+        needs.append(Need(op.out.name, point.label, macs, gemm, identity, resets, alu_cycles, compute,
+                          point.bus_read_bytes, point.write_bytes, point.memory_bound, point.cycles))
     compute = sum(n.compute for n in needs)
     memory = max(sum(n.reads for n in needs), sum(n.writes for n in needs)) / profile.bus_bytes
     return NetworkBound(needs, compute, memory, compiled.timed.report.cycles)

@@ -257,7 +257,7 @@ def _compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_n
                 preloads[k] = count
         groups += schedule_operator(search.op, tiling, search.needs, cfg, preload=preload)
         planned.append(Planned(search.op, search.needs, tiling, range(first, len(groups))))
-        used = max((hi + 1 for g in planned[-1].groups for _, hi in _weight_ranges([groups[g]])), default=0)
+        used = max((hi + 1 for _, hi in _weight_ranges(groups[g] for g in planned[-1].groups)), default=0)
         top = used if _has_weights(planned[-1]) else max(top, used)
     groups = _preload_weights(groups, planned, preloads)
     tensors, constants = _program_tensors(entry, table, cfg, constant_tensors, constant_data,
@@ -298,10 +298,10 @@ def _preload_weights(groups: list[Group], planned: list[Planned], preloads: dict
         moved = [st for g in planned[k].groups for st in groups[g].steps  # its first ``count`` tiles' weights
                  if isinstance(st, Load) and st.buffer == WGT_BUFFER and st.tensor not in (IDENTITY, NEG_IDENTITY)]
         moved = moved[:count]
-        base = min((st.dma.sram for st in moved), default=0)
         ahead = next((planned[j] for j in range(k - 2, -1, -1) if _has_weights(planned[j])), None)
         if not moved or ahead is None:
             continue
+        base = min(st.dma.sram for st in moved)
         at = max(ahead.groups.start, ahead.groups.stop - ahead.tiling.threads)  # its last tiles' groups
         between = _weight_ranges(groups[g] for g in range(at, planned[k].groups.start))
         if all(hi < base for _, hi in between):

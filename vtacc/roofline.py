@@ -47,6 +47,7 @@ class RooflinePoint:
     clock_mhz: float
     label: str = ""  # the user's name for it (the picture's key); ``name`` is the program's tensor
     alu_cycles: float = 0.0  # the ALU's share of compute_bound
+    bus_read_bytes: float = 0.0  # read_bytes as the bus takes them (a weight byte wgt_beat_cycles times)
 
     @property
     def binds(self) -> str:
@@ -126,7 +127,7 @@ def roofline_points(compiled: Compiled) -> list[RooflinePoint]:
             name=planned.op.out.name, cycles=cycles, macs=macs, alu_executions=alu, read_bytes=reads,
             write_bytes=writes, compute_bound=macs / peak_macs + alu_cycles,
             memory_bound=max(slow_reads, writes) / profile.bus_bytes, clock_mhz=profile.clock_mhz,
-            label=user_name(planned.op, compiled.kernel.name), alu_cycles=alu_cycles))
+            label=user_name(planned.op, compiled.kernel.name), alu_cycles=alu_cycles, bus_read_bytes=slow_reads))
     for point, label in zip(points, _numbered([p.label for p in points]), strict=True):
         point.label = label
     return points

@@ -74,6 +74,12 @@ class Tile:
         return self.nn * self.nc * self.nh * self.nw
 
 
+def _weight_slot(t: Tiling, pr: Problem) -> int:
+    """Weight buffer elements of one rotating slot: a tile's output channels by the input channels a turn
+    brings (all of them when the weights stay resident or the inputs order keeps a tile's weights whole)."""
+    return t.toc * (pr.ic_t if (t.resident or t.order == "inputs") else t.tic) * pr.kh * pr.kw
+
+
 def _plan_slots(t: Tiling, pr: Problem, needs: Needs, op: Operator) -> Slots:
     e = t.tn * t.toc * t.th * t.tw
     th_in = (t.th - 1) * pr.stride + pr.kh
@@ -89,7 +95,7 @@ def _plan_slots(t: Tiling, pr: Problem, needs: Needs, op: Operator) -> Slots:
     inp = [i * inp_tile for i in range(n)]
     inp_temp = [n * inp_tile + i * e for i in range(n)] if needs.inp_temp else []
     wgt_base = int(needs.identity) + int(needs.neg_identity)
-    wslot = t.toc * (pr.ic_t if (t.resident or t.order == "inputs") else t.tic) * pr.kh * pr.kw if gemm else 0
+    wslot = _weight_slot(t, pr) if gemm else 0
     wgt = [wgt_base + i * wslot for i in range(n)]
     acc_thread = e * needs.acc_slots
     pool_tile = t.tn * t.toc * th_in * tw_in if pool else 0
@@ -262,7 +268,7 @@ def schedule_operator(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig, lim
             else:
                 wbase = slots.wgt[tile.thread]
             if t.order == "inputs" and counter <= preload[1]:  # a preloaded tile: its own slot
-                wbase = preload[0] + (counter - 1) * t.toc * pr.ic_t * pr.kh * pr.kw
+                wbase = preload[0] + (counter - 1) * _weight_slot(t, pr)
             if t.order == "inputs":
                 key = (g, n0, h0, w0)
                 if key != last_inputs:
@@ -296,20 +302,17 @@ def schedule_operator(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig, lim
 
 def weight_slots(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig) -> int:
     """The weight buffer's elements up to the end of the operator's rotating slots (identity tiles included)."""
-    slots = _plan_slots(t, problem_of(op, cfg), needs, op)
-    if not slots.wgt or not isinstance(op.producer, GemmProducer):
+    if not isinstance(op.producer, GemmProducer):
         return 0
     pr = problem_of(op, cfg)
-    wslot = t.toc * (pr.ic_t if (t.resident or t.order == "inputs") else t.tic) * pr.kh * pr.kw
-    return slots.wgt[-1] + wslot
+    return _plan_slots(t, pr, needs, op).wgt[-1] + _weight_slot(t, pr)
 
 
 def weight_slot_elems(op: Operator, t: Tiling, cfg: VTAConfig) -> int:
     """Weight buffer elements one tile's weights take with the inputs order (0 for other orders and producers)."""
     if not isinstance(op.producer, GemmProducer) or t.order != "inputs":
         return 0
-    pr = problem_of(op, cfg)
-    return t.toc * pr.ic_t * pr.kh * pr.kw
+    return _weight_slot(t, problem_of(op, cfg))
 
 
 def epilogue_parts(tile: Tile, needs: Needs, last: bool) -> list[tuple[Tile, int]]:

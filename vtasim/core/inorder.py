@@ -52,6 +52,7 @@ TEMPLATE_LANES = CACHE_LANES // 2  # the part of the plan budget that the templa
 
 
 TABLE_WIDTH = 13  # int64 values per instruction in _table: the opcode, then 12 at most
+# a row's values after the opcode: the widths of _load_entries' and _store_entries' rows, the kernels' fields
 _WIDTHS = {LOAD: 12, STORE: 7, GEMM: len(GemmKernel._fields), ALU: len(AluKernel._fields)}
 
 
