@@ -48,9 +48,8 @@ def forked_map(fn: Callable[[T], R], items: Sequence[T], jobs: int | None = None
     start = time.perf_counter()
     results: list[R] = []
     for done, item in enumerate(items):
-        rest = items[done:]
-        if jobs > 1 and len(rest) > 1 and time.perf_counter() - start > SERIAL_SECONDS and _can_fork():
-            return results + _in_workers(fn, rest, jobs)
+        if jobs > 1 and len(items) - done > 1 and time.perf_counter() - start > SERIAL_SECONDS and _can_fork():
+            return results + _in_workers(fn, items[done:], jobs)
         results.append(fn(item))
     return results
 

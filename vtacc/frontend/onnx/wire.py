@@ -37,7 +37,7 @@ except ImportError:  # numpy 1.x
 from vtasm.errors import ModelError
 
 CUT_BYTES = 1 << 16  # raw_data of at least this many bytes is read into an array rather than parsed
-MODEL_GRAPH, GRAPH_INITIALIZER, TENSOR_RAW_DATA = 7, 5, 9
+MODEL_GRAPH, GRAPH_INITIALIZER, TENSOR_DATA_TYPE, TENSOR_RAW_DATA = 7, 5, 2, 9
 VARINT, FIXED64, LENGTH, FIXED32 = 0, 1, 2, 5
 # ONNX element types whose raw bytes are plain little-endian numpy values
 RAW_TYPES = {1: "<f4", 2: "u1", 3: "i1", 4: "<u2", 5: "<i2", 6: "<i4", 7: "<i8", 9: "?", 10: "<f2", 11: "<f8",
@@ -197,7 +197,7 @@ def _strip_tensor(buf, pos: int, end: int) -> tuple[bytes, tuple[int, int] | Non
     raw = None
     kept: list = []
     for number, kind, start, begin, stop in _fields(buf, pos, end):
-        if number == 2 and kind == VARINT:
+        if number == TENSOR_DATA_TYPE and kind == VARINT:
             data_type, _ = _varint(buf, begin, stop)
         if number == TENSOR_RAW_DATA and kind == LENGTH and stop - begin >= CUT_BYTES:
             raw = (begin, stop - begin)
