@@ -75,3 +75,39 @@ kernel main(x: int8[1, 64, 8, 8], w: int8[16, 64, 3, 3]) -> y: int8[1, 16, 8, 8]
     result = run(source, {"x": x, "w": w})
     assert result.compiled.planned[0].op.producer.x.patches is None
     assert np.array_equal(result.outputs["y"], np.clip(conv_ref(x, w, 1, 1) >> 8, -128, 127).astype(np.int8))
+
+
+ODD_NETWORK = """
+kernel stem(x: int8[{n}, 3, 37, 53], w: int8[24, 3, 5, 5], b: int32[24]) -> y: int8[{n}, 24, 13, 18] {{
+    y = clip((conv2d(x, w, stride=3, pad=2) >> 7) + b, 0, 127)
+}}
+
+kernel pool(x: int8[{n}, 24, 13, 18]) -> y: int8[{n}, 24, 6, 8] {{
+    y = max_pool(x, 3, stride=2)
+}}
+
+kernel main(x: int8[{n}, 3, 37, 53], w: int8[24, 3, 5, 5], b: int32[24], w2: int8[40, 24, 3, 3])
+    -> y: int8[{n}, 40, 6, 8] {{
+    y = clip(conv2d(pool(stem(x, w, b)), w2, stride=1, pad=1) >> 8, -128, 127)
+}}
+"""
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_a_non_square_stem_with_odd_stride_then_a_pool_and_a_convolution(name):
+    """Shapes the layout was not written around: a 5x5 stride-3 stem over a 37x53 image, the windows of the
+    pool after it overlapping, then a convolution (its first weights loaded ahead across the pool where its
+    tiling allows), against numpy."""
+    cfg = config(name)
+    n = cfg.batch
+    rng = np.random.default_rng(5)
+    x, w, b, w2 = rand8(rng, n, 3, 37, 53), rand8(rng, 24, 3, 5, 5), rand32(rng, 24, lo=-500, hi=500), \
+        rand8(rng, 40, 24, 3, 3)
+    result = run(ODD_NETWORK.format(n=n), {"x": x, "w": w, "b": b, "w2": w2}, cfg)
+    stem = np.clip((conv_ref(x, w, 3, 2) >> 7) + b[None, :, None, None], 0, 127)
+    pooled = np.stack([np.stack([stem[:, :, 2 * i : 2 * i + 3, 2 * j : 2 * j + 3].max(axis=(2, 3))
+                                 for j in range(8)], axis=-1) for i in range(6)], axis=-2)
+    want = np.clip(conv_ref(pooled, w2, 1, 1) >> 8, -128, 127).astype(np.int8)
+    assert np.array_equal(result.outputs["y"], want)
+    assert result.races == []
+    assert {t.name for t in result.compiled.tensors if t.patches} == {"x", "w"}
