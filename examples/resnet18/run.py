@@ -62,8 +62,8 @@ def layer_cycles(model: CompiledModel) -> list[tuple[str, int]]:
 
 
 # The chart's colours: what each kind of layer is, tried in this order on the layer's name.
-KINDS = (("conv", "#4c72b0", "convolution (with its batch norm and ReLU folded in)"),
-         ("add", "#dd8452", "residual add"),
+KINDS = (("add", "#dd8452", "convolution with the residual add (and ReLU) in its epilogue"),
+         ("conv", "#4c72b0", "convolution (with its batch norm and ReLU folded in)"),
          ("", "#55a868", "other: pooling, fully connected (logits)"))
 
 

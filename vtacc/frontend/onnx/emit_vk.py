@@ -7,13 +7,15 @@ packs them into the program, as the importer does).
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from vtasm.formats.network import kernel_identifier
 
 from .network import LayerKind, unhandled
 from .partition import Part
-from .quantise import QLayer, QuantisedNetwork
+from .quantise import MAX_SHIFT, QLayer, QuantisedNetwork
 
 
 def kernel_name(name: str) -> str:
@@ -50,6 +52,44 @@ def _describe(q: QLayer, qnet: QuantisedNetwork) -> str:
     return text
 
 
+def _product(q: QLayer, x: str, bias: np.ndarray | None = None, shift: np.ndarray | int | None = None,
+             bounds: tuple[int, int] | None = None) -> tuple[str, str, list[tuple[str, str, np.ndarray]]]:
+    """A convolution's or dense layer's int8 result on input ``x``: the lines before it, its expression
+    and its weight parameters (suffix, declaration type, value). ``bias``, ``shift`` and ``bounds`` replace
+    the layer's own (a fused add's rounding moved into them)."""
+    layer = q.layer
+    bias = q.bias if bias is None else bias
+    shift = q.shift if shift is None else shift
+    low, high = (q.low, q.high) if bounds is None else bounds
+    params = [("w", _type("int8", q.weight.shape), q.weight),
+              ("b", _type("int32", bias.shape), np.asarray(bias, dtype=np.int32))]
+    if np.ndim(shift):
+        params.append(("s", _type("int32", np.shape(shift)), np.asarray(shift, dtype=np.int32)))
+    amount = "s" if np.ndim(shift) else str(int(shift))
+    if q.kind == LayerKind.CONV:
+        opts = "".join(f", {k}={v}" for k, v, d in (("stride", layer.stride, 1), ("pad", layer.pad, 0),
+                                                      ("groups", layer.groups, 1)) if v != d)
+        product = f"conv2d({x}, w{opts})"
+    else:
+        product = f"matmul(flatten({x}), w)" if layer.flatten else f"matmul({x}, w)"
+    before = ""
+    body = f"({product} + b)"
+    if layer.leaky:  # the slope as shifts of the accumulator a (see network.power_sum)
+        before = f"    a = {body}\n"
+        body = f"max(a, {' + '.join(f'(a >> {k})' for k in layer.leaky)})"
+    body += f" >> {amount}" if amount != "0" else ""
+    return before, f"clip({body}, {low}, {high})", params
+
+
+def _sum(q: QLayer, terms: list[str]) -> str:
+    """An add layer's expression over its inputs' expressions: aligned, summed, rounded, clipped."""
+    shifted = [f"({t} << {left})" if left else t for t, left in zip(terms, q.left, strict=True)]
+    total = " + ".join(shifted)
+    if q.shift:
+        total = f"({total} + {1 << (q.shift - 1)}) >> {q.shift}"
+    return _clip(total, q)
+
+
 def _kernel(q: QLayer, qnet: QuantisedNetwork, shapes: dict) -> tuple[str, list[tuple[str, str, np.ndarray]]]:
     """The kernel's text and its weight parameters (suffix, declaration type, value)."""
     layer = q.layer
@@ -60,22 +100,7 @@ def _kernel(q: QLayer, qnet: QuantisedNetwork, shapes: dict) -> tuple[str, list[
     xs = [f"x{i}" if len(layer.inputs) > 1 else "x" for i in range(len(layer.inputs))]
     decls = [f"{n}: {_type('int8', shapes[t])}" for n, t in zip(xs, layer.inputs, strict=True)]
     if q.kind in (LayerKind.CONV, LayerKind.DENSE):
-        params += [("w", _type("int8", q.weight.shape), q.weight), ("b", _type("int32", q.bias.shape), q.bias)]
-        if np.ndim(q.shift):
-            params.append(("s", _type("int32", np.shape(q.shift)), np.asarray(q.shift, dtype=np.int32)))
-        shift = "s" if np.ndim(q.shift) else str(int(q.shift))
-        if q.kind == LayerKind.CONV:
-            opts = "".join(f", {k}={v}" for k, v, d in (("stride", layer.stride, 1), ("pad", layer.pad, 0),
-                                                          ("groups", layer.groups, 1)) if v != d)
-            product = f"conv2d(x, w{opts})"
-        else:
-            product = "matmul(flatten(x), w)" if layer.flatten else "matmul(x, w)"
-        body = f"({product} + b)"
-        if layer.leaky:  # the slope as shifts of the accumulator a (see network.power_sum)
-            before = f"    a = {body}\n"
-            body = f"max(a, {' + '.join(f'(a >> {k})' for k in layer.leaky)})"
-        body += f" >> {shift}" if shift != "0" else ""
-        expr = _clip(body, q)
+        before, expr, params = _product(q, "x")
     elif q.kind == LayerKind.MAXPOOL:
         expr = f"max_pool(x, {layer.size}, stride={layer.stride}, pad={layer.pad}{end})"
     elif q.kind == LayerKind.AVGPOOL:
@@ -83,11 +108,7 @@ def _kernel(q: QLayer, qnet: QuantisedNetwork, shapes: dict) -> tuple[str, list[
     elif q.kind == LayerKind.GAP:
         expr = "global_avg_pool(x)"
     elif q.kind == LayerKind.ADD:
-        terms = [f"({n} << {left})" if left else n for n, left in zip(xs, q.left, strict=True)]
-        total = " + ".join(terms)
-        if q.shift:
-            total = f"({total} + {1 << (q.shift - 1)}) >> {q.shift}"
-        expr = _clip(total, q)
+        expr = _sum(q, xs)
     elif q.kind == LayerKind.CLIP:
         expr = _clip("x", q)
     else:
@@ -96,6 +117,87 @@ def _kernel(q: QLayer, qnet: QuantisedNetwork, shapes: dict) -> tuple[str, list[
     text = (f"{_describe(q, qnet)}\nkernel {layer.name}({', '.join(decls)}) -> y: {out} {{\n"
             f"{before}    y = {expr}\n}}\n")
     return text, params
+
+
+def _fused_kernel(product: QLayer, add: QLayer, qnet: QuantisedNetwork, shapes: dict,
+                  taken: set[str]) -> tuple[str, str, list[tuple[str, str, np.ndarray]]]:
+    """A convolution (or dense layer) and the residual add that alone reads its result, as one kernel: the
+    add in the product's epilogue, the same bits as the two layers. Its name (none of ``taken``), text and
+    weight parameters; it takes the product's input, then the add's other input ``r``.
+
+    With c the product's int8 result, the add computes clip((c << lc) + (r << lr) + 2^(k-1)) >> k). Where
+    lr >= k, r's term is a whole multiple of 2^k and passes the shift as r << (lr - k), so r accumulates
+    onto the tile on the GEMM core; the rounding constant left then goes into the product's bias (its shift
+    grows by k and its clip bounds pass the same rounding shift: a monotone step commutes with clip). That
+    saves the add's own shift, rounding and alignment passes on the ALU.
+    """
+    common = os.path.commonprefix([product.name, add.name])
+    name = kernel_identifier(f"{product.name}_{add.name[common.rfind('_') + 1:]}")
+    while name in taken:
+        name += "_"
+    other = next(t for t in add.layer.inputs if t != product.layer.output)
+    at = add.layer.inputs.index(product.layer.output)
+    lc, lr, k = add.left[at], add.left[1 - at], int(add.shift)
+    rest = (1 << (k - 1)) if k else 0  # the add's rounding constant, until it moves into the bias
+    r = "r" if lr == k or lr == 0 else f"(r << {lr - k if lr >= k else lr})"
+    bias, shift, bounds = product.bias.astype(np.int64), np.asarray(product.shift, dtype=np.int64), None
+    if lr >= k and lc == 0 and _foldable(product, bias + (rest << shift), shift + k):
+        bias, shift = bias + (rest << shift), shift + k
+        bounds = ((product.low + rest) >> k, (product.high + rest) >> k)
+        k = rest = 0
+    elif lr < k and lc < k and _foldable(product, bias + ((rest >> lc) << shift), shift):
+        bias, bounds = bias + ((rest >> lc) << shift), (product.low + (rest >> lc), product.high + (rest >> lc))
+        rest = 0  # added to c before its clip: c + n is clip(v + n, low + n, high + n)
+    before, c, params = _product(product, "x", bias, shift if np.ndim(product.shift) else int(shift), bounds)
+    c = f"({c} << {lc})" if lc else c
+    if lr >= add.shift:  # r passes the shift whole
+        total = (f"(({c} + {rest}) >> {k})" if rest else f"({c} >> {k})") if k else c
+        total += f" + {r}"
+    else:
+        total = f"({c} + {r}" + (f" + {rest}" if rest else "") + f") >> {k}"
+    decls = [f"x: {_type('int8', shapes[product.layer.inputs[0]])}", f"r: {_type('int8', shapes[other])}"]
+    decls += [f"{suffix}: {kind}" for suffix, kind, _ in params]
+    text = (f"{_describe(product, qnet)}\n{_describe(add, qnet)}\n"
+            f"# fused: the add in the product's epilogue, its rounding in the product's bias where exact\n"
+            f"kernel {name}({', '.join(decls)}) -> y: {_type('int8', add.layer.shape)} {{\n"
+            f"{before}    y = {_clip(total, add)}\n}}\n")
+    return name, text, params
+
+
+ACC_LIMIT = 1 << 31
+
+
+def _foldable(q: QLayer, bias: np.ndarray, shift: np.ndarray) -> bool:
+    """Whether ``bias`` and ``shift`` may replace the layer's own in an exact rewrite: no leaky slope (its
+    max sits between the bias and the shift), portable shifts, and no accumulator plus either bias that can
+    leave int32 (where the two would wrap differently): |acc| <= 128 * sum |w| per output channel."""
+    if q.layer.leaky or np.any(shift > MAX_SHIFT):
+        return False
+    reach = 128 * np.abs(q.weight.reshape(len(q.weight), -1).astype(np.int64)).sum(axis=1)
+    return bool(np.all(reach + np.maximum(np.abs(bias), np.abs(q.bias.astype(np.int64))) < ACC_LIMIT))
+
+
+def residual_fusions(layers: list[QLayer], outs: list[str]) -> dict[str, QLayer]:
+    """Add layer -> the convolution or dense layer whose result it adds in that layer's epilogue: of an
+    add's two inputs (different tensors) that a layer with weights computes, nothing else reads and the part
+    does not write for later, one at the finer scale whose other passes the add's shift whole (the cheapest
+    epilogue, see _fused_kernel), else the one computed last."""
+    readers: dict[str, int] = {}
+    for q in layers:
+        for t in q.layer.inputs:
+            readers[t] = readers.get(t, 0) + 1
+    producer = {q.layer.output: (k, q) for k, q in enumerate(layers)}
+    fused: dict[str, QLayer] = {}
+    for q in layers:
+        ins = q.layer.inputs
+        if q.kind != LayerKind.ADD or len(ins) != 2 or ins[0] == ins[1]:
+            continue
+        able = [(q.left[at] == 0 and q.left[1 - at] >= q.shift, *producer[t]) for at, t in enumerate(ins)
+                if t in producer and readers[t] == 1 and t not in outs
+                and producer[t][1].kind in (LayerKind.CONV, LayerKind.DENSE)]
+        if able:
+            fused[q.name] = max(able, key=lambda made: made[:2])[2]
+    return fused
 
 
 def emit_vk(qnet: QuantisedNetwork, part: Part | None = None) -> tuple[str, dict[str, np.ndarray]]:
@@ -123,20 +225,30 @@ def emit_vk(qnet: QuantisedNetwork, part: Part | None = None) -> tuple[str, dict
         local[t] = name
     main_params = [f"{local[t]}: {_type('int8', shapes[t])}" for t in ins]
     lines = []
+    fusions = residual_fusions(layers, outs)
+    inside = {product.name for product in fusions.values()}
+    kernels = {q.name for q in layers}
     for q in layers:
         layer = q.layer
-        args = [local[t] for t in layer.inputs]
+        if q.name in inside:
+            continue  # computed by the add it feeds
+        product = fusions.get(q.name)
+        args = [local[t] for t in layer.inputs if product is None or t != product.layer.output]
         if q.kind == LayerKind.CONCAT:
             call = f"concat({', '.join(args)})"
         else:
-            text, params = _kernel(q, qnet, shapes)
+            if product is None:
+                kernel, (text, params), owner = layer.name, _kernel(q, qnet, shapes), layer.name
+            else:
+                kernel, text, params = _fused_kernel(product, q, qnet, shapes, kernels)
+                args, owner = [local[product.layer.inputs[0]]] + args, product.name
             parts.append("\n" + text)
             for suffix, kind, value in params:
-                name = f"{layer.name}_{suffix}"
+                name = f"{owner}_{suffix}"
                 main_params.append(f"{name}: {kind}")
                 values[name] = value
                 args.append(name)
-            call = f"{layer.name}({', '.join(args)})"
+            call = f"{kernel}({', '.join(args)})"
         if layer.output in outs:
             target = local[layer.output]
         else:

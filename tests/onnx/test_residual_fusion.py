@@ -1,0 +1,108 @@
+"""A residual add fused into the convolution that feeds it (emit_vk.residual_fusions, _fused_kernel): the
+fused kernel computes the two layers' bits exactly, checked against the numpy int8 execution of the two
+layers (reference.run_int8, written from the quantiser's definitions) on inputs that saturate every clip,
+for every way the add's scales can align and on every golden configuration."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from vtacc.frontend.onnx.emit_vk import emit_vk, residual_fusions
+from vtacc.frontend.onnx.network import Layer, LayerKind, Network
+from vtacc.frontend.onnx.quantise import QLayer, QuantisedNetwork
+from vtacc.frontend.onnx.reference import run_int8
+
+from ..vtacc.harness import CONFIGS, config, run
+
+C, H = 16, 6
+
+
+def _network(lc: int, lr: int, k: int, conv_first: bool = True, per_channel: bool = True, relu_conv: bool = False,
+             relu_add: bool = True, leaky: tuple[int, ...] = (), bias_scale: int = 4000, batch: int = 1,
+             seed: int = 0) -> QuantisedNetwork:
+    """x -> conv (3x3, pad 1) -> c; y = add(c, x) with the add's left shifts (lc for c, lr for x) and shift k."""
+    rng = np.random.default_rng(seed)
+    shape = (batch, C, H, H)
+    conv = Layer(LayerKind.CONV, "conv", ["Conv_0"], ["x"], "c", shape, pad=1, leaky=leaky)
+    ins = ["c", "x"] if conv_first else ["x", "c"]
+    add = Layer(LayerKind.ADD, "add", ["Add_0"], ins, "y", shape)
+    shift = rng.integers(8, 11, C).astype(np.int32) if per_channel else 9
+    qconv = QLayer(conv, [0], 0, weight=rng.integers(-128, 128, (C, C, 3, 3)).astype(np.int8),
+                   bias=rng.integers(-bias_scale, bias_scale + 1, C).astype(np.int32), shift=shift,
+                   low=0 if relu_conv else -128)
+    qadd = QLayer(add, [0, 0], 0, left=[lc, lr] if conv_first else [lr, lc], shift=k, low=0 if relu_add else -128)
+    net = Network("residual", [conv, add], "x", ["y"], {"x": shape, "c": shape, "y": shape})
+    return QuantisedNetwork(net, [qconv, qadd], {"x": 0, "c": 0, "y": 0}, {}, [])
+
+
+def _check(qnet: QuantisedNetwork, cfg_name: str = "default", seed: int = 1) -> str:
+    """Compile the emitted kernel, run it on inputs over the whole int8 range, compare with the two layers."""
+    cfg = config(cfg_name)
+    source, values = emit_vk(qnet)
+    assert "kernel conv_add(" in source  # one kernel computes both layers
+    x = np.random.default_rng(seed).integers(-128, 128, qnet.network.shapes["x"]).astype(np.int8)
+    result = run(source, {"x": x, **values}, cfg)
+    want = run_int8(qnet, x)
+    assert np.array_equal(result.outputs["y"], want["y"])
+    assert result.races == []
+    assert len(result.compiled.planned) == 1
+    return source
+
+
+# (lc, lr, k): the finer input's scale is the add's base, so one of lc, lr is 0
+ALIGNMENTS = [(0, 1, 1), (0, 2, 2), (0, 0, 0), (0, 0, 1), (0, 3, 1), (0, 1, 3), (1, 0, 1), (2, 0, 3), (3, 0, 1),
+              (0, 2, 0)]
+
+
+@pytest.mark.parametrize("lc, lr, k", ALIGNMENTS)
+@pytest.mark.parametrize("conv_first", [True, False])
+def test_every_alignment_of_the_add_gives_the_two_layers_bits(lc, lr, k, conv_first):
+    qnet = _network(lc, lr, k, conv_first)
+    _check(qnet)
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_fused_residual_on_every_golden_configuration(name):
+    cfg = config(name)
+    _check(_network(0, 1, 1, batch=cfg.batch, seed=3), name, seed=4)
+    _check(_network(0, 0, 1, batch=cfg.batch, per_channel=False, relu_conv=True, seed=5), name, seed=6)
+
+
+@pytest.mark.parametrize("relu_conv, relu_add", [(True, True), (False, False), (True, False)])
+def test_clip_bounds_of_both_layers_are_kept(relu_conv, relu_add):
+    _check(_network(0, 2, 2, relu_conv=relu_conv, relu_add=relu_add, seed=7))
+    _check(_network(0, 0, 1, per_channel=False, relu_conv=relu_conv, relu_add=relu_add, seed=8))
+
+
+def test_a_leaky_convolution_keeps_its_rounding_apart():
+    """The slope's max sits between bias and shift: the add's rounding stays its own step."""
+    source = _check(_network(0, 1, 1, leaky=(2, 3), seed=9))
+    assert "+ 1) >> 1" in source
+
+
+def test_a_bias_near_the_int32_edge_is_not_moved():
+    """Moving the rounding into a bias whose accumulator could leave int32 would wrap differently: the
+    add's rounding stays its own step, and the bits are still the two layers'."""
+    qnet = _network(0, 1, 1, per_channel=False, seed=10)
+    conv = qnet.layers[0]
+    reach = 128 * np.abs(conv.weight.astype(np.int64)).reshape(C, -1).sum(axis=1)
+    conv.bias[:] = 2**31 - 1 - reach - 10  # the largest accumulator plus the bias stays in int32, plus 2^9 not
+    source = _check(qnet)
+    assert "+ 1) >> 1" in source
+
+
+def test_the_rounding_moves_into_the_bias_when_exact():
+    source, values = emit_vk(_network(0, 1, 1, per_channel=False, seed=11))
+    qnet = _network(0, 1, 1, per_channel=False, seed=11)
+    assert "+ 1) >> 1" not in source and ">> 10" in source  # one shift of 9 + 1, no rounding step of its own
+    assert np.array_equal(values["conv_b"], qnet.layers[0].bias + (1 << 9))
+
+
+def test_what_is_not_fused():
+    """A product read by two layers, one the part writes for later, or an add of a tensor to itself."""
+    qnet = _network(0, 1, 1)
+    assert set(residual_fusions(qnet.layers, ["y"])) == {"add"}
+    assert residual_fusions(qnet.layers, ["y", "c"]) == {}
+    qnet.layers[1].layer.inputs = ["c", "c"]
+    assert residual_fusions(qnet.layers, ["y"]) == {}
