@@ -40,7 +40,8 @@ def _check(qnet: QuantisedNetwork, cfg_name: str = "default", seed: int = 1) -> 
     """Compile the emitted kernel, run it on inputs over the whole int8 range, compare with the two layers."""
     cfg = config(cfg_name)
     source, values = emit_vk(qnet)
-    assert "kernel conv_add(" in source  # one kernel computes both layers
+    product, add = qnet.layers
+    assert f"kernel {product.name}_add(" in source  # one kernel computes both layers
     x = np.random.default_rng(seed).integers(-128, 128, qnet.network.shapes["x"]).astype(np.int8)
     result = run(source, {"x": x, **values}, cfg)
     want = run_int8(qnet, x)
@@ -106,3 +107,24 @@ def test_what_is_not_fused():
     assert residual_fusions(qnet.layers, ["y", "c"]) == {}
     qnet.layers[1].layer.inputs = ["c", "c"]
     assert residual_fusions(qnet.layers, ["y"]) == {}
+
+
+def test_a_dense_layer_with_a_residual():
+    """A fully connected layer and the skip around it (a transformer's MLP block): one kernel, the same bits."""
+    rng = np.random.default_rng(12)
+    shape = (1, 48)
+    dense = Layer(LayerKind.DENSE, "fc", ["Gemm_0"], ["x"], "c", shape)
+    add = Layer(LayerKind.ADD, "add", ["Add_0"], ["x", "c"], "y", shape)
+    qdense = QLayer(dense, [0], 0, weight=rng.integers(-128, 128, (48, 48)).astype(np.int8),
+                    bias=rng.integers(-3000, 3001, 48).astype(np.int32), shift=rng.integers(7, 10, 48).astype(np.int32))
+    qadd = QLayer(add, [0, 0], 0, left=[2, 0], shift=2, low=-128)
+    net = Network("mlp", [dense, add], "x", ["y"], {"x": shape, "c": shape, "y": shape})
+    source = _check(QuantisedNetwork(net, [qdense, qadd], {"x": 0, "c": 0, "y": 0}, {}, []))
+    assert "matmul(x, w)" in source
+
+
+def test_the_fused_kernel_is_named_after_both_layers():
+    qnet = _network(0, 1, 1)
+    qnet.layers[0].layer.name, qnet.layers[1].layer.name = "layer1_0_conv2", "layer1_0_add"
+    source, _ = emit_vk(qnet)
+    assert "kernel layer1_0_conv2_add(" in source
