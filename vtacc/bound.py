@@ -88,7 +88,7 @@ def _elements(shape: tuple[int, ...]) -> int:
 
 def _macs(p: GemmProducer) -> int:
     """The multiply-accumulates the model states (logical shapes)."""
-    node = p.node
+    node = p.conv_node
     if isinstance(node, ck.Conv2d):
         _, icg, kh, kw = node.w.shape
         return _elements(node.shape) * icg * kh * kw
@@ -116,7 +116,7 @@ def network_bound(compiled: Compiled) -> NetworkBound:
         p = op.producer
         if isinstance(p, GemmProducer):
             macs = _macs(p)
-            gemm, resets = macs / per_exec, out_rows
+            gemm, resets = macs / per_exec, _elements(p.conv_node.shape) / lanes  # the product's accumulators
         elif isinstance(p, PoolProducer):
             if p.x.kind == ACT:  # the int8 input moved into a zeroed accumulator region
                 identity += _elements(p.node.x.shape) / lanes

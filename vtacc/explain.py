@@ -55,6 +55,11 @@ def _producer_text(p) -> str:
                 f"{ih}x{iw} -> {oh}x{ow}")
         if p.w_data is not None:
             text = f"global_avg_pool as a depthwise {text}"
+        if p.pool is not None:
+            size, stride, pad = p.pool
+            _, _, ph, pw = p.node.shape
+            text += (f", then max pooling {size}x{size} stride {stride} pad {pad} in the accumulator (before the "
+                     f"epilogue) -> {ph}x{pw}")
         return text
     if isinstance(p, PoolProducer):
         kind = "max pooling" if p.kind == "max" else "sum pooling (avg_pool: sum, then the shift)"

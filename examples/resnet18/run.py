@@ -63,6 +63,7 @@ def layer_cycles(model: CompiledModel) -> list[tuple[str, int]]:
 
 # The chart's colours: what each kind of layer is, tried in this order on the layer's name.
 KINDS = (("add", "#dd8452", "convolution with the residual add (and ReLU) in its epilogue"),
+         ("_maxpool", "#8172b3", "convolution with the max pool after it folded into its tiles"),
          ("conv", "#4c72b0", "convolution (with its batch norm and ReLU folded in)"),
          ("", "#55a868", "other: pooling, fully connected (logits)"))
 
@@ -90,6 +91,7 @@ def draw(layers: list[tuple[str, int]], bounds: dict[str, float], mhz: float, pa
     ax.bar(range(len(names)), bound_ms, color=colours)
     ax.bar(range(len(names)), lost, bottom=bound_ms, color="white", edgecolor=colours, hatch="////", linewidth=0)
     ax.set_xticks(range(len(names)), names, rotation=75, ha="right", fontsize=7)
+    ax.set_ylim(0, 1.6 * max(ms))  # room above the bars for the legend
     ax.set_ylabel("time on VTA (ms)")
     ax.set_title(title, fontsize=10)
     ax.grid(axis="y", alpha=0.3)

@@ -308,7 +308,8 @@ class BuiltinRules:
 
     def pool(self, e: st.CallExpr, ops: list[Operand], opts: dict) -> Node | None:
         f = e.func
-        x = self.tensor_input(f, ops[0], False)
+        # max pooling of a convolution folds in the accumulator, before the epilogue (max commutes with it)
+        x = ops[0][0] if f == "max_pool" and isinstance(ops[0][0], Conv2d) else self.tensor_input(f, ops[0], False)
         if "size" not in opts:
             self.error(f"{f} needs a window size, as in {f}(x, 2)", e.name_span)
             return None

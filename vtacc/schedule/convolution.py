@@ -72,28 +72,29 @@ def input_loads(gemm: GemmProducer, pr: Problem, tile, ic0: int, nic: int, sram:
                                                       tile.w0, tile.nw, sram)]
 
 
-def _dims(pr: Problem, tile, nic: int, w_per_oc: int) -> list[Dim]:
-    """The GEMM iteration space of one tile and input-channel chunk (outermost first)."""
+def _dims(pr: Problem, tile, nic: int, w_per_oc: int, out: tuple[int, int] | None = None) -> list[Dim]:
+    """The GEMM iteration space of one tile and input-channel chunk (outermost first); ``out``: the
+    accumulator's plane and row pitch when the tile sits in a larger region (else packed)."""
     s = pr.stride
     tw_in = window_cols(pr, tile.nw)
     plane = window_rows(pr, tile.nh) * tw_in
     row_step = 1 if skips_rows(pr) else s  # window rows per output row
     kk = pr.kh * pr.kw
-    pix = tile.nh * tile.nw
+    pix, pitch = out or (tile.nh * tile.nw, tile.nw)
     return [
         Dim("n", tile.nn, tile.nc * pix, nic * plane, 0),
         Dim("oc", tile.nc, pix, 0, w_per_oc * kk),
         Dim("ic", nic, 0, plane, kk),
         Dim("kh", pr.kh, 0, tw_in, pr.kw),
         Dim("kw", pr.kw, 0, 1, 1),
-        Dim("oh", tile.nh, tile.nw, row_step * tw_in, 0),
+        Dim("oh", tile.nh, pitch, row_step * tw_in, 0),
         Dim("ow", tile.nw, 1, s, 0),
     ]
 
 
 def gemm_chunks(group: Group, gemm: GemmProducer, pr: Problem, tile, acc: int, ibases: list[int],
                 wbases: list[int], chunks: list[tuple[int, int]], w_ic: int, load_inputs: bool, load_weights: bool,
-                spare: int, spare_elems: int) -> None:
+                spare: int, spare_elems: int, region: tuple[int, int, int, int] | None = None) -> None:
     """Reset, then per input-channel chunk: input and weight loads when streamed, and the GEMM.
 
     Chunk k reads its inputs at ``ibases[k]`` and its weights at ``wbases[k]``:
@@ -102,16 +103,19 @@ def gemm_chunks(group: Group, gemm: GemmProducer, pr: Problem, tile, acc: int, i
     ``w_ic`` is the number of input-channel tiles per output channel in the weight slot.
     A tile whose kernel needs partial sums keeps them in the ``spare_elems``
     accumulator elements at ``spare`` (reset first, added into the tile last).
+    ``region`` = (base, elements, plane, row pitch): the tile, at ``acc``, is part of a larger accumulator
+    region (a pooling's window over the product), reset whole.
     """
     kk = pr.kh * pr.kw
     room = Spare(acc, spare, tile.elems, spare_elems // tile.elems)
     kernels = []
     for (ic0, nic), ibase, wbase in zip(chunks, ibases, wbases, strict=True):
         w_off = 0 if load_weights else ic0 * kk
-        dims = _dims(pr, tile, nic, nic if load_weights else w_ic)
+        dims = _dims(pr, tile, nic, nic if load_weights else w_ic, region[2:] if region else None)
         kernels.append(build_kernel(dims, (acc, ibase, wbase + w_off), spare=room))
     copies = max(room.used(k) for k in kernels)
-    group.steps.append(Gemm(contiguous(tile.elems, acc), reset=True))
+    group.steps.append(Gemm(contiguous(region[1], region[0]) if region else contiguous(tile.elems, acc),
+                            reset=True))
     if copies:
         group.steps.append(Gemm(contiguous(copies * tile.elems, spare), reset=True))
     for (ic0, nic), kernel, ibase, wbase in zip(chunks, kernels, ibases, wbases, strict=True):

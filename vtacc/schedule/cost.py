@@ -36,7 +36,7 @@ from .dma import box_dmas
 from .epilogue import Needs
 from .kernels import copies_needed
 from .pooling import separable_tap
-from .problem import Problem
+from .problem import Problem, conv_problem, pooled_region
 
 EPILOGUE_PARTS = 4  # the scheduler splits the last tile's epilogue and store into up to this many parts
 
@@ -88,10 +88,16 @@ class CostModel:
         kk = sh.kh * sh.kw
         chunk_load, chunk_gemm, chunks = 0.0, 0, 1  # per chunk: load-stage and GEMM cycles
         tile_load = first_extra = reset = 0  # per tile, before its first chunk; once, before everything
+        folds = 0  # a pooled convolution's folds of its window region into the output slot
         if producer == "gemm":
+            gp, gth, gtw = sh, th, tw  # the convolution's problem and tile
+            if sh.pool:
+                rows, cols, gth, gtw = pooled_region(sh, th, tw)
+                gp = conv_problem(sh)
+                folds = self._folds(sh.pool, tn * toc, gth, th, tw, e)
             nic = sh.ic_t if order == "inputs" else tic
             chunks = math.ceil(sh.ic_t / nic)
-            chunk_load = self._input_loads(sh, tn, nic, th, tw)
+            chunk_load = self._input_loads(gp, tn, nic, gth, gtw)
             whole_w = self.dma(WGT, toc, sh.ic_t * kk)
             if order == "inputs":
                 chunk_load /= oc_groups  # an input tile serves every channel group
@@ -100,22 +106,21 @@ class CostModel:
                 tile_load, first_extra = whole_w / tiles_sp, whole_w
             else:
                 chunk_load += self.dma(WGT, toc, nic * kk)
-            chunk_gemm = self.gemm(tn * toc * nic * kk * th * tw, tn * toc * tw)
-            copies = copies_needed(e, nic * kk)  # partial sums: reset with the tile, added back by the ALU
-            reset = self.gemm(e, 1, reset=True) + (self.gemm(e * copies, 1, reset=True) if copies else 0)
+            chunk_gemm = self.gemm(tn * toc * nic * kk * gth * gtw, tn * toc * gtw)
+            if sh.pool:  # the window region and the output slot zeroed; no partial sums
+                copies, reset = 0, self.gemm(tn * toc * rows * cols, 1, reset=True) + self.gemm(e, 1, reset=True)
+            else:
+                copies = copies_needed(e, nic * kk)  # partial sums: reset with the tile, added back by the ALU
+                reset = self.gemm(e, 1, reset=True) + (self.gemm(e * copies, 1, reset=True) if copies else 0)
         elif producer == "pool":
             chunk_load = tn * toc * self.dma(INP, th_in, tw_in)
             # the window moved into a zeroed region (pooling.py), the output slot zeroed
             chunk_gemm = self.gemm(tn * toc * th_in * tw_in, 1)
             reset = self.gemm(tn * toc * th_in * tw_in, 1, reset=True) + self.gemm(e, 1, reset=True)
-            if separable_tap(sh.kh, sh.stride, sh.pad) is not None:  # row folds, column folds, a copy (pooling.py)
-                chunk_gemm += ((sh.kw - 1) * self.alu(tn * toc * th_in * tw, imm=False)
-                               + (sh.kh - 1) * self.alu(e, imm=False) + self.alu(e, imm=False))
-            else:
-                chunk_gemm += kk * self.alu(e, imm=False)
+            chunk_gemm += self._folds((sh.kh, sh.stride, sh.pad), tn * toc, th_in, th, tw, e)
         epilogue, store = self._epilogue(sh, needs, tn, toc, th, tw)
         if producer == "gemm":
-            epilogue += copies * self.alu(e, imm=False)
+            epilogue += copies * self.alu(e, imm=False) + folds
         last_epilogue, last_store = epilogue, store  # the last tile's epilogue runs in parts (scheduler)
         if tn == 1 and toc >= 2 and needs.acc_slots == 1:
             parts = min(toc, EPILOGUE_PARTS)
@@ -126,6 +131,15 @@ class CostModel:
                                               + store) + last_epilogue + last_store - epilogue - store)
         return int(_pipelined(tiles, chunks, chunk_load, chunk_gemm, tile_load, first_extra, reset,
                               (epilogue, last_epilogue), (store, last_store)))
+
+    def _folds(self, pool: tuple[int, int, int], planes: int, image_rows: int, th: int, tw: int, e: int) -> int:
+        """ALU cycles of a pooling tile's folds (pooling.py): separably, the row taps over the window's
+        ``image_rows``, the column taps and a copy; else one fold per window position."""
+        k, stride, pad = pool
+        if separable_tap(k, stride, pad) is not None:
+            return ((k - 1) * self.alu(planes * image_rows * tw, imm=False) + (k - 1) * self.alu(e, imm=False)
+                    + self.alu(e, imm=False))
+        return k * k * self.alu(e, imm=False)
 
     def _epilogue(self, sh: Problem, needs: Needs, tn: int, toc: int, th: int, tw: int) -> tuple[int, int]:
         """Cycles of a tile's epilogue (ALU and GEMM passes, whole-tile operand loads) and of its store."""

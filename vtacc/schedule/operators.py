@@ -39,8 +39,16 @@ class GemmProducer:
     groups: int
     kh: int
     kw: int
-    out_dims: tuple[int, int, int, int]
+    out_dims: tuple[int, int, int, int]  # of the product (before a pooling folded into it)
     w_data: bytes | None = None  # packed weights the compiler made (global_avg_pool's multipliers)
+    # a max pooling of the product (size, stride, pad), folded in the accumulator before the epilogue: then
+    # ``node`` is the pooling's and the operator's result has the pooled shape
+    pool: tuple[int, int, int] | None = None
+
+    @property
+    def conv_node(self) -> ck.Node:
+        """The product's own node (under a folded pooling)."""
+        return self.node.x if self.pool is not None else self.node
 
     @property
     def useful_fraction(self) -> float:
@@ -218,7 +226,9 @@ def _gemm(node: ck.Node, table: TensorTable) -> GemmProducer:
     return GemmProducer(node, x, w, node.stride, node.pad, groups, kh, kw, view4(node.shape))
 
 
-def _pool(node: ck.Pool, table: TensorTable) -> PoolProducer:
+def _pool(node: ck.Pool, table: TensorTable) -> PoolProducer | GemmProducer:
+    if isinstance(node.x, ck.Conv2d):  # max_pool(conv2d(...)): the pooling folds into the product's tiles
+        return dataclasses.replace(_gemm(node.x, table), node=node, pool=(node.size, node.stride, node.pad))
     decl = _tensor_ref(node.x, f"the input of {node.kind}_pool")
     x = table.get(decl, ACT if decl.dtype == ck.INT8 else ACC, node.x.span)
     if node.pad > 15:

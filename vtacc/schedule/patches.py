@@ -52,7 +52,7 @@ def lay_out_patches(operators: list[Operator], inputs: set[str], tensors: dict[s
         uses[op.out.name] += 1
     for op in operators:
         p = op.producer
-        if not isinstance(p, GemmProducer) or not isinstance(p.node, ck.Conv2d) or not _plain(p, inputs, uses):
+        if not isinstance(p, GemmProducer) or not isinstance(p.conv_node, ck.Conv2d) or not _plain(p, inputs, uses):
             continue
         k, c = p.kh, p.x.dims[1]
         windows, patches = patched_executions(c, k, cfg)

@@ -28,6 +28,7 @@ from vtasm.config import VTAConfig
 from .dma import padded_plane_dma
 from .kernels import contiguous
 from .layouts import ACT
+from .problem import pooled_window
 from .steps import ACC, INP, Alu, Gemm, Kernel, Load, Step
 
 
@@ -51,10 +52,9 @@ def pool_steps(pool, pr, tile, slots, cfg: VTAConfig) -> list[Step]:
     x = pool.x
     dims = (x.n_tiles, x.c_tiles, x.dims[2], x.dims[3])
     s, k = pool.stride, pool.size
-    rows, cols = (tile.nh - 1) * s + k, (tile.nw - 1) * s + k
-    row0, col0 = tile.h0 * s - pool.pad, tile.w0 * s - pool.pad
+    rows, row0, y0, y1 = pooled_window((k, s, pool.pad), tile.h0, tile.nh, x.dims[2])
+    cols, col0, x0, x1 = pooled_window((k, s, pool.pad), tile.w0, tile.nw, x.dims[3])
     plane_in = rows * cols
-    plane_out = tile.nh * tile.nw
     planes = tile.nn * tile.nc
     inp = slots.inp[tile.thread]
     region = slots.pool_acc[tile.thread]
@@ -69,20 +69,29 @@ def pool_steps(pool, pr, tile, slots, cfg: VTAConfig) -> list[Step]:
     if int8:
         steps.append(Gemm(contiguous(planes * plane_in, region), reset=True))
         steps.append(Gemm(contiguous(planes * plane_in, region, inp, slots.identity, src_step=1)))
-    steps.append(Gemm(contiguous(planes * plane_out, out), reset=True))
-    y0 = max(0, -row0)  # padding rows and columns of the window (the same for every plane)
-    y1 = max(0, row0 + rows - x.dims[2])
-    x0 = max(0, -col0)
-    x1 = max(0, col0 + cols - x.dims[3])
-    op = "max" if pool.kind == "max" else "add"
-    tap = separable_tap(k, s, pool.pad)
+    return steps + fold_steps(pool.kind, k, s, pool.pad, (rows, cols, y0, y1, x0, x1), tile, region, out,
+                              -(1 << (cfg.inp_width - 1)) if int8 else None)
+
+
+def fold_steps(kind: str, k: int, s: int, pad: int, window: tuple[int, ...], tile, region: int, out: int,
+               lowest: int | None) -> list[Step]:
+    """The output slot zeroed, then the windows of the input region (``window``: its rows and columns, padding
+    included, and the padding rows and columns before and after the image) folded into it: separably where
+    a tap suits (module docstring), else a fold per window position over a filled slot. ``lowest``: the
+    smallest value of the input (max pooling's fill; None: int32's)."""
+    rows, cols, y0, y1, x0, x1 = window
+    plane_in, plane_out = rows * cols, tile.nh * tile.nw
+    planes = tile.nn * tile.nc
+    steps: list[Step] = [Gemm(contiguous(planes * plane_out, out), reset=True)]
+    op = "max" if kind == "max" else "add"
+    tap = separable_tap(k, s, pad)
     if tap is not None and _valid(y0, rows, y1, tile.nh, s, tap) == list(range(tile.nh)) \
             and _valid(x0, cols, x1, tile.nw, s, tap) == list(range(tile.nw)):
-        return steps + _separable(tap, op, k, s, (rows, cols, y0, y1, x0, x1), tile, planes, region, out)
-    if pool.kind == "max":
+        return steps + _separable(tap, op, k, s, window, tile, planes, region, out)
+    if kind == "max":
         fill = contiguous(planes * plane_out, out)
-        if int8:
-            steps.append(Alu(fill, "add", -(1 << (cfg.inp_width - 1))))
+        if lowest is not None:
+            steps.append(Alu(fill, "add", lowest))
         else:  # -2**31 = -1 << 31, in portable shift steps
             steps += [Alu(fill, "add", -1), Alu(fill, "shr", -16), Alu(fill, "shr", -15)]
     for kh in range(k):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -30,6 +31,40 @@ class Problem:
     pad: int = 0
     ih: int = 1
     iw: int = 1
+    # a max pooling folded into a convolution (size, stride, pad): oh and ow are then the pooled output's, and
+    # ch and cw the convolution's own rows and columns
+    pool: tuple[int, int, int] | None = None
+    ch: int = 0
+    cw: int = 0
+
+
+def conv_problem(pr: Problem) -> Problem:
+    """A pooled convolution's product alone: its own output rows and columns, no pooling."""
+    return dataclasses.replace(pr, oh=pr.ch, ow=pr.cw, pool=None, ch=0, cw=0) if pr.pool else pr
+
+
+def pooled_window(pool: tuple[int, int, int], start: int, count: int, extent: int) -> tuple[int, int, int, int]:
+    """On one axis, the product's rows ``count`` pooled rows from ``start`` read: (window rows, padding
+    included; the first one's index in the product, negative in the padding; padding rows before the
+    product's first row; after its last)."""
+    size, stride, pad = pool
+    rows = (count - 1) * stride + size
+    first = start * stride - pad
+    return rows, first, max(0, -first), max(0, first + rows - extent)
+
+
+def pooled_region(pr: Problem, th: int, tw: int) -> tuple[int, int, int, int]:
+    """A pooled convolution's tile of ``th`` x ``tw`` pooled pixels: the rows and columns of its window over
+    the product (padding included), and at most how many of them lie inside the product."""
+    size, stride, _ = pr.pool
+    rows, cols = (th - 1) * stride + size, (tw - 1) * stride + size
+    return rows, cols, min(rows, pr.ch), min(cols, pr.cw)
+
+
+def product_span(pool: tuple[int, int, int], start: int, count: int, extent: int) -> tuple[int, int]:
+    """(first product row, how many) that ``count`` pooled rows from ``start`` read inside the product."""
+    rows, first, before, after = pooled_window(pool, start, count, extent)
+    return first + before, rows - before - after
 
 
 def problem_of(op: Operator, cfg: VTAConfig) -> Problem:
@@ -41,7 +76,8 @@ def problem_of(op: Operator, cfg: VTAConfig) -> Problem:
         g = p.groups
         ic = p.x.dims[1]
         return Problem(n_t, c_t // g if g > 1 else c_t, h, w, math.ceil(ic / g / cfg.block_in) if g > 1 else
-                       math.ceil(ic / cfg.block_in), g, p.kh, p.kw, p.stride, p.pad, p.x.dims[2], p.x.dims[3])
+                       math.ceil(ic / cfg.block_in), g, p.kh, p.kw, p.stride, p.pad, p.x.dims[2], p.x.dims[3],
+                       p.pool, p.out_dims[2] if p.pool else 0, p.out_dims[3] if p.pool else 0)
     if isinstance(p, PoolProducer):
         return Problem(n_t, c_t, h, w, 0, 1, p.size, p.size, p.stride, p.pad, p.x.dims[2], p.x.dims[3])
     return Problem(n_t, c_t, h, w)

@@ -24,8 +24,8 @@ from .epilogue import Evaluator, Needs, Target, constant_name
 from .kernels import Dim, build_kernel, contiguous
 from .layouts import DramTensor
 from .operators import GemmProducer, Operator, PoolProducer
-from .pooling import pool_steps
-from .problem import Problem, problem_of, window_cols, window_rows
+from .pooling import fold_steps, pool_steps
+from .problem import Problem, conv_problem, pooled_region, pooled_window, problem_of, window_cols, window_rows
 from .steps import ACC, INP, WGT, Alu, Dma, Gemm, Group, Load, Store
 from .tiling import Tiling, partial_elems
 
@@ -87,18 +87,23 @@ def _plan_slots(t: Tiling, pr: Problem, needs: Needs, op: Operator) -> Slots:
     gemm = isinstance(op.producer, GemmProducer)
     pool = isinstance(op.producer, PoolProducer)
     n = t.threads
-    inp_tile = 0
-    if gemm:
+    inp_tile = pool_tile = 0
+    if gemm and pr.pool:  # the convolution's window over the product rows the pooled tile reads
+        rows, cols, crows, ccols = pooled_region(pr, t.th, t.tw)
+        cpr = conv_problem(pr)
+        inp_tile = t.tn * (pr.ic_t if t.order == "inputs" else t.tic) * window_rows(cpr, crows) \
+            * window_cols(cpr, ccols)
+        pool_tile = t.tn * t.toc * rows * cols
+    elif gemm:
         inp_tile = t.tn * (pr.ic_t if t.order == "inputs" else t.tic) * window_rows(pr, t.th) * window_cols(pr, t.tw)
     elif pool:
-        inp_tile = t.tn * t.toc * th_in * tw_in
+        inp_tile = pool_tile = t.tn * t.toc * th_in * tw_in
     inp = [i * inp_tile for i in range(n)]
     inp_temp = [n * inp_tile + i * e for i in range(n)] if needs.inp_temp else []
     wgt_base = int(needs.identity) + int(needs.neg_identity)
     wslot = _weight_slot(t, pr) if gemm else 0
     wgt = [wgt_base + i * wslot for i in range(n)]
     acc_thread = e * needs.acc_slots
-    pool_tile = t.tn * t.toc * th_in * tw_in if pool else 0
     spare = partial_elems(t, pr, gemm)
     acc = [i * (acc_thread + pool_tile + spare) for i in range(n)]
     after = n * (acc_thread + pool_tile + spare)  # every bias vector, whole, after the threads' slots
@@ -256,6 +261,9 @@ def schedule_operator(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig, lim
                     w0, min(t.tw, pr.ow - w0), g, counter % t.threads, g * pr.oc_t)
         counter += 1
         group = Group(_title(op, tile, cfg), op.span)
+        cpr, ctile, acc, region = pr, tile, slots.acc[tile.thread], None
+        if gemm is not None and pr.pool:  # the product's rows the pooled tile reads, into its window region
+            cpr, ctile, acc, region, window = _product_tile(pr, tile, slots.pool_acc[tile.thread])
         if gemm is not None:
             if t.order == "weights" and t.resident:
                 key = (g, c0)
@@ -275,12 +283,12 @@ def schedule_operator(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig, lim
                     ibase = slots.inp[icount % t.threads]
                     icount += 1
                     last_inputs = key
-                    group.steps += input_loads(gemm, pr, tile, 0, pr.ic_t, ibase)
+                    group.steps += input_loads(gemm, cpr, ctile, 0, pr.ic_t, ibase)
                 ibase = slots.inp[(icount - 1) % t.threads]
                 group.steps.append(Load(WGT, gemm.w.name, weight_dma(gemm, pr, g, c0, tile.nc, 0, pr.ic_t, wbase)))
-                gemm_chunks(group, gemm, pr, tile, slots.acc[tile.thread], [ibase], [wbase], [(0, pr.ic_t)],
+                gemm_chunks(group, gemm, cpr, ctile, acc, [ibase], [wbase], [(0, pr.ic_t)],
                             pr.ic_t, load_inputs=False, load_weights=False, spare=slots.partial[tile.thread],
-                            spare_elems=slots.partial_elems)
+                            spare_elems=slots.partial_elems, region=region)
             else:
                 # streamed chunks rotate through the threads' input (and weight) slots chunk by chunk, so a
                 # chunk's loads overlap the GEMM of the chunk before, inside a tile as across tiles
@@ -288,9 +296,13 @@ def schedule_operator(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig, lim
                 turns = [(chunk_count + k) % t.threads for k in range(len(chunks))]
                 chunk_count += len(chunks)
                 wbases = [wbase] * len(chunks) if t.resident else [slots.wgt[k] for k in turns]
-                gemm_chunks(group, gemm, pr, tile, slots.acc[tile.thread], [slots.inp[k] for k in turns], wbases,
+                gemm_chunks(group, gemm, cpr, ctile, acc, [slots.inp[k] for k in turns], wbases,
                             chunks, pr.ic_t if t.resident else t.tic, load_inputs=True, load_weights=not t.resident,
-                            spare=slots.partial[tile.thread], spare_elems=slots.partial_elems)
+                            spare=slots.partial[tile.thread], spare_elems=slots.partial_elems, region=region)
+            if region is not None:
+                size, stride, pad = pr.pool
+                group.steps += fold_steps("max", size, stride, pad, window, tile, region[0],
+                                          slots.acc[tile.thread], None)
         elif isinstance(op.producer, PoolProducer):
             group.steps += pool_steps(op.producer, pr, tile, slots, cfg)
         last = counter == tiles
@@ -298,6 +310,18 @@ def schedule_operator(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig, lim
             _epilogue(op, part, slots, needs, group, cfg, offset)
         groups.append(group)
     return groups
+
+
+def _product_tile(pr: Problem, tile: Tile, base: int) -> tuple[Problem, Tile, int, tuple, tuple]:
+    """A pooled tile's product: the convolution's problem, its tile of the rows and columns the pooling reads
+    inside the product, where its first element goes in the window region at ``base``, the region (base,
+    elements, plane, row pitch) and the window (rows, columns, padding before and after on each)."""
+    rows, first_row, y0, y1 = pooled_window(pr.pool, tile.h0, tile.nh, pr.ch)
+    cols, first_col, x0, x1 = pooled_window(pr.pool, tile.w0, tile.nw, pr.cw)
+    ctile = dataclasses.replace(tile, h0=first_row + y0, nh=rows - y0 - y1, w0=first_col + x0, nw=cols - x0 - x1)
+    plane = rows * cols
+    region = (base, tile.nn * tile.nc * plane, plane, cols)
+    return conv_problem(pr), ctile, base + y0 * cols + x0, region, (rows, cols, y0, y1, x0, x1)
 
 
 def weight_slots(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig) -> int:

@@ -29,12 +29,23 @@ from dataclasses import dataclass, field
 
 from vtasm.config import VTAConfig
 from vtasm.errors import CompileError
+from vtasm.portability import MIN_ACC_DISTANCE
 
 from .convolution import chunk_window
 from .cost import CostModel
 from .epilogue import Needs
 from .operators import GemmProducer, Operator, PoolProducer
-from .problem import Problem, in_extent, problem_of, skips_rows, window_cols, window_rows
+from .problem import (
+    Problem,
+    conv_problem,
+    in_extent,
+    pooled_region,
+    problem_of,
+    product_span,
+    skips_rows,
+    window_cols,
+    window_rows,
+)
 
 # DRAM traffic a tiling may move, against the compulsory minimum (every byte once), unless none can: the
 # bandwidth is shared with the other layers of a network and costs energy, which one operator's cycles
@@ -95,15 +106,20 @@ def _valid_rows(start: int, count: int, stride: int, k: int, pad: int, size: int
 def _spatial_sum(pr: Problem, th: int, tw: int, gemm: bool = False) -> tuple[int, int]:
     """(number of spatial tiles, sum over them of valid input pixels) for one channel plane."""
     # a tile's valid rows depend on its first row only and its columns on its first column only, so the sum
-    # over the grid of tiles is the product of the two sums
-    rows = []
-    for h0 in range(0, pr.oh, th):
-        rows.append(min(th, pr.oh - h0) if gemm and skips_rows(pr)
-                    else _valid_rows(h0, min(th, pr.oh - h0), pr.stride, pr.kh, pr.pad, pr.ih))
+    # over the grid of tiles is the product of the two sums; a pooled convolution's tile reads the input
+    # window of the product rows and columns its pooling reads
+    spans_h = [(h0, min(th, pr.oh - h0)) for h0 in range(0, pr.oh, th)]
+    spans_w = [(w0, min(tw, pr.ow - w0)) for w0 in range(0, pr.ow, tw)]
+    if pr.pool:
+        spans_h = [product_span(pr.pool, h0, n, pr.ch) for h0, n in spans_h]
+        spans_w = [product_span(pr.pool, w0, n, pr.cw) for w0, n in spans_w]
+        pr = conv_problem(pr)
+    rows = [n if gemm and skips_rows(pr) else _valid_rows(h0, n, pr.stride, pr.kh, pr.pad, pr.ih)
+            for h0, n in spans_h]
     cols = []
-    for w0 in range(0, pr.ow, tw):
-        c = _valid_rows(w0, min(tw, pr.ow - w0), pr.stride, pr.kw, pr.pad, pr.iw)
-        cols.append(max(c, min(window_cols(pr, tw), pr.iw)) if gemm and tw >= pr.ow else c)
+    for w0, n in spans_w:
+        c = _valid_rows(w0, n, pr.stride, pr.kw, pr.pad, pr.iw)
+        cols.append(max(c, min(window_cols(pr, n), pr.iw)) if gemm and n >= pr.ow else c)
     return len(rows) * len(cols), sum(rows) * sum(cols)
 
 
@@ -113,7 +129,7 @@ def partial_elems(t: Tiling, pr: Problem, gemm: bool) -> int:
     A GEMM into a tile of one or two elements that sums several terms cannot
     keep consecutive writes to one element apart by ordering alone.
     """
-    if not gemm or pr.ic_t * pr.kh * pr.kw < 2:
+    if not gemm or pr.pool or pr.ic_t * pr.kh * pr.kw < 2:  # a pooled product's region is never that small
         return 0
     smallest = math.prod(min(size, extent % size or size)
                          for size, extent in ((t.tn, pr.n_t), (t.toc, pr.oc_t), (t.th, pr.oh), (t.tw, pr.ow)))
@@ -132,9 +148,17 @@ def _evaluate(t: Tiling, pr: Problem, needs: Needs, cfg: VTAConfig, gemm: bool, 
     wgt = int(needs.identity) + int(needs.neg_identity)
     if needs.inp_temp:
         inp += threads * e
+    gemm_pr, gth, gtw = pr, t.th, t.tw  # the convolution's problem and its largest tile
+    if gemm and pr.pool:
+        rows, cols, gth, gtw = pooled_region(pr, t.th, t.tw)
+        gemm_pr = conv_problem(pr)
+        if pr.ic_t * kk > 1 and _smallest_product(pr, t.th, t.tw) * t.tn * t.toc < MIN_ACC_DISTANCE:
+            return None  # its GEMM could not keep writes to one element apart (no partial sums in a region)
+        acc += threads * t.tn * t.toc * rows * cols  # the pooling's window over the product
     if gemm:
         whole_ic = t.order == "inputs"
-        inp += threads * t.tn * (pr.ic_t if whole_ic else t.tic) * window_rows(pr, t.th) * window_cols(pr, t.tw)
+        inp += threads * t.tn * (pr.ic_t if whole_ic else t.tic) * window_rows(gemm_pr, gth) \
+            * window_cols(gemm_pr, gtw)
         wgt += threads * t.toc * (pr.ic_t if (t.resident or whole_ic) else t.tic) * kk
     elif pool:
         inp += threads * t.tn * t.toc * th_in * tw_in
@@ -162,8 +186,8 @@ def _evaluate(t: Tiling, pr: Problem, needs: Needs, cfg: VTAConfig, gemm: bool, 
             x_bytes = x_total
             w_bytes = w_total * n_groups * sp_tiles
         nic = t.tic if t.order == "weights" else pr.ic_t
-        x_loads_per_chunk = len(chunk_window(pr, t.tn, nic, t.th, t.tw))
-        insns += tiles * (chunks * (x_loads_per_chunk + 1 + 1) + 1)
+        x_loads_per_chunk = len(chunk_window(gemm_pr, t.tn, nic, gth, gtw))
+        insns += tiles * (chunks * (x_loads_per_chunk + 1 + 1) + 1 + (2 * pr.pool[0] + 1 if pr.pool else 0))
         traffic = x_bytes + w_bytes
     elif pool:
         traffic = pr.n_t * pr.oc_t * in_plane_bytes
@@ -178,6 +202,14 @@ def _evaluate(t: Tiling, pr: Problem, needs: Needs, cfg: VTAConfig, gemm: bool, 
                                      "gemm" if gemm else "pool" if pool else "")
     return Tiling(t.tn, t.toc, t.th, t.tw, t.tic, t.order, t.resident, threads, total, insns,
                   cycles, {"inp": inp, "wgt": wgt, "acc": acc})
+
+
+@functools.lru_cache(maxsize=4096)
+def _smallest_product(pr: Problem, th: int, tw: int) -> int:
+    """The fewest product pixels a tile of a pooled convolution computes (a plane's)."""
+    rows = min(product_span(pr.pool, h0, min(th, pr.oh - h0), pr.ch)[1] for h0 in range(0, pr.oh, th))
+    cols = min(product_span(pr.pool, w0, min(tw, pr.ow - w0), pr.cw)[1] for w0 in range(0, pr.ow, tw))
+    return rows * cols
 
 
 def _compulsory_parts(pr: Problem, needs: Needs, cfg: VTAConfig, gemm: bool, pool: bool,
@@ -229,7 +261,7 @@ def choose_tiling(op: Operator, needs: Needs, cfg: VTAConfig, fixed: dict, threa
     # two virtual threads (over at least two tiles) unless nothing fits that way
     attempts = [(t, two) for t in ([threads] if threads else [2, 1]) for two in ((True, False) if t == 2 else (False,))]
     for th_, two_tiles in attempts:
-        fitting = [got for cand in _space(pr, fixed, gemm, orders, th_, two_tiles, blocks=pool)
+        fitting = [got for cand in _space(pr, fixed, gemm, orders, th_, two_tiles, blocks=pool or pr.pool is not None)
                    if (got := _evaluate(cand, pr, needs, cfg, gemm, pool, extra_bytes, model)) is not None]
         if fitting:
             # within the traffic budget, the fewest DRAM bytes (data and the instruction stream the fetch module

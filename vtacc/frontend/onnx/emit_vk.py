@@ -53,10 +53,12 @@ def _describe(q: QLayer, qnet: QuantisedNetwork) -> str:
 
 
 def _product(q: QLayer, x: str, bias: np.ndarray | None = None, shift: np.ndarray | int | None = None,
-             bounds: tuple[int, int] | None = None) -> tuple[str, str, list[tuple[str, str, np.ndarray]]]:
+             bounds: tuple[int, int] | None = None,
+             pool: QLayer | None = None) -> tuple[str, str, list[tuple[str, str, np.ndarray]]]:
     """A convolution's or dense layer's int8 result on input ``x``: the lines before it, its expression
     and its weight parameters (suffix, declaration type, value). ``bias``, ``shift`` and ``bounds`` replace
-    the layer's own (a fused add's rounding moved into them)."""
+    the layer's own (a fused add's rounding moved into them); ``pool``: a max pooling of the accumulator
+    before the bias (see _pooled_kernel)."""
     layer = q.layer
     bias = q.bias if bias is None else bias
     shift = q.shift if shift is None else shift
@@ -72,6 +74,10 @@ def _product(q: QLayer, x: str, bias: np.ndarray | None = None, shift: np.ndarra
         product = f"conv2d({x}, w{opts})"
     else:
         product = f"matmul(flatten({x}), w)" if layer.flatten else f"matmul({x}, w)"
+    if pool is not None:
+        p = pool.layer
+        end = f", pad_end={p.pad_end}" if p.pad_end != p.pad else ""
+        product = f"max_pool({product}, {p.size}, stride={p.stride}, pad={p.pad}{end})"
     before = ""
     body = f"({product} + b)"
     if layer.leaky:  # the slope as shifts of the accumulator a (see network.power_sum)
@@ -164,6 +170,49 @@ def _fused_kernel(product: QLayer, add: QLayer, qnet: QuantisedNetwork, shapes: 
     return name, text, params
 
 
+def _pooled_kernel(product: QLayer, pool: QLayer, qnet: QuantisedNetwork, shapes: dict,
+                   taken: set[str]) -> tuple[str, str, list[tuple[str, str, np.ndarray]]]:
+    """A convolution and the max pooling that alone reads its result, as one kernel: the pooling folds the
+    accumulator's windows before the bias, the slope, the shift and the clip, on a stride-squared fewer
+    elements, and the product is never stored. The same bits as the two layers: each of those steps is the
+    same for a whole channel and never decreases, so it commutes with a window's max (and padding, the
+    smallest int8 value, never wins a window, which always holds a pixel of the image), as long as no
+    accumulator plus the bias leaves int32 (_foldable). Its name (none of ``taken``), text and weights."""
+    common = os.path.commonprefix([product.name, pool.name])
+    name = kernel_identifier(f"{product.name}_{pool.name[common.rfind('_') + 1:]}")
+    while name in taken:
+        name += "_"
+    before, expr, params = _product(product, "x", pool=pool)
+    if (pool.low, pool.high) != (-128, 127):
+        expr = f"clip({expr}, {pool.low}, {pool.high})"
+    decls = [f"x: {_type('int8', shapes[product.layer.inputs[0]])}"] + [f"{k}: {kind}" for k, kind, _ in params]
+    text = (f"{_describe(product, qnet)}\n{_describe(pool, qnet)}\n"
+            f"# fused: the max pooling folds the accumulator before the bias, shift and clip (the same bits)\n"
+            f"kernel {name}({', '.join(decls)}) -> y: {_type('int8', pool.layer.shape)} {{\n"
+            f"{before}    y = {expr}\n}}\n")
+    return name, text, params
+
+
+def pool_fusions(layers: list[QLayer], outs: list[str]) -> dict[str, QLayer]:
+    """Max pooling layer -> the convolution whose accumulator it pools (_pooled_kernel): one that only the
+    pooling reads, that the part does not write for later, with an image of at least 2 x 2 and no
+    accumulator plus bias that can leave int32."""
+    readers: dict[str, int] = {}
+    for q in layers:
+        for t in q.layer.inputs:
+            readers[t] = readers.get(t, 0) + 1
+    producer = {q.layer.output: q for q in layers}
+    fused: dict[str, QLayer] = {}
+    for q in layers:
+        conv = producer.get(q.layer.inputs[0]) if q.kind == LayerKind.MAXPOOL else None
+        if conv is None or conv.kind != LayerKind.CONV or readers[conv.layer.output] != 1 \
+                or conv.layer.output in outs or min(conv.layer.shape[2:]) < 2:
+            continue
+        if _reach_fits(conv, conv.bias.astype(np.int64)):
+            fused[q.name] = conv
+    return fused
+
+
 ACC_LIMIT = 1 << 31
 
 
@@ -171,8 +220,12 @@ def _foldable(q: QLayer, bias: np.ndarray, shift: np.ndarray) -> bool:
     """Whether ``bias`` and ``shift`` may replace the layer's own in an exact rewrite: no leaky slope (its
     max sits between the bias and the shift), portable shifts, and no accumulator plus either bias that can
     leave int32 (where the two would wrap differently): |acc| <= 128 * sum |w| per output channel."""
-    if q.layer.leaky or np.any(shift > MAX_SHIFT):
-        return False
+    return not q.layer.leaky and not np.any(shift > MAX_SHIFT) and _reach_fits(q, bias)
+
+
+def _reach_fits(q: QLayer, bias: np.ndarray) -> bool:
+    """Whether no accumulator plus ``bias`` or the layer's own bias can leave int32 (where values would wrap):
+    |acc| <= 128 * sum |w| per output channel."""
     reach = 128 * np.abs(q.weight.reshape(len(q.weight), -1).astype(np.int64)).sum(axis=1)
     return bool(np.all(reach + np.maximum(np.abs(bias), np.abs(q.bias.astype(np.int64))) < ACC_LIMIT))
 
@@ -226,13 +279,14 @@ def emit_vk(qnet: QuantisedNetwork, part: Part | None = None) -> tuple[str, dict
     main_params = [f"{local[t]}: {_type('int8', shapes[t])}" for t in ins]
     lines = []
     fusions = residual_fusions(layers, outs)
-    inside = {product.name for product in fusions.values()}
+    pooled = pool_fusions(layers, outs)
+    inside = {product.name for product in [*fusions.values(), *pooled.values()]}
     kernels = {q.name for q in layers}
     for q in layers:
         layer = q.layer
         if q.name in inside:
-            continue  # computed by the add it feeds
-        product = fusions.get(q.name)
+            continue  # computed by the add or pooling it feeds
+        product = fusions.get(q.name) or pooled.get(q.name)
         args = [local[t] for t in layer.inputs if product is None or t != product.layer.output]
         if q.kind == LayerKind.CONCAT:
             call = f"concat({', '.join(args)})"
@@ -240,7 +294,8 @@ def emit_vk(qnet: QuantisedNetwork, part: Part | None = None) -> tuple[str, dict
             if product is None:
                 kernel, (text, params), owner = layer.name, _kernel(q, qnet, shapes), layer.name
             else:
-                kernel, text, params = _fused_kernel(product, q, qnet, shapes, kernels)
+                fuse = _fused_kernel if q.kind == LayerKind.ADD else _pooled_kernel
+                kernel, text, params = fuse(product, q, qnet, shapes, kernels)
                 args, owner = [local[product.layer.inputs[0]]] + args, product.name
             parts.append("\n" + text)
             for suffix, kind, value in params:

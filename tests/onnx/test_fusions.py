@@ -1,14 +1,16 @@
-"""A residual add fused into the convolution that feeds it (emit_vk.residual_fusions, _fused_kernel): the
-fused kernel computes the two layers' bits exactly, checked against the numpy int8 execution of the two
-layers (reference.run_int8, written from the quantiser's definitions) on inputs that saturate every clip,
-for every way the add's scales can align and on every golden configuration."""
+"""Layers the importer joins into one kernel: a residual add into the convolution that feeds it
+(emit_vk.residual_fusions, _fused_kernel) and a max pooling into the convolution it pools
+(emit_vk.pool_fusions, _pooled_kernel). Each fused kernel computes the two layers' bits exactly, checked
+against the numpy int8 execution of the two layers (reference.run_int8, written from the quantiser's
+definitions) on inputs that saturate every clip, for every way the add's scales can align, every kind of
+window and on every golden configuration."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from vtacc.frontend.onnx.emit_vk import emit_vk, residual_fusions
+from vtacc.frontend.onnx.emit_vk import emit_vk, pool_fusions, residual_fusions
 from vtacc.frontend.onnx.network import Layer, LayerKind, Network
 from vtacc.frontend.onnx.quantise import QLayer, QuantisedNetwork
 from vtacc.frontend.onnx.reference import run_int8
@@ -40,8 +42,8 @@ def _check(qnet: QuantisedNetwork, cfg_name: str = "default", seed: int = 1) -> 
     """Compile the emitted kernel, run it on inputs over the whole int8 range, compare with the two layers."""
     cfg = config(cfg_name)
     source, values = emit_vk(qnet)
-    product, add = qnet.layers
-    assert f"kernel {product.name}_add(" in source  # one kernel computes both layers
+    product, consumer = qnet.layers
+    assert f"kernel {product.name}_{consumer.name}(" in source  # one kernel computes both layers
     x = np.random.default_rng(seed).integers(-128, 128, qnet.network.shapes["x"]).astype(np.int8)
     result = run(source, {"x": x, **values}, cfg)
     want = run_int8(qnet, x)
@@ -128,3 +130,55 @@ def test_the_fused_kernel_is_named_after_both_layers():
     qnet.layers[0].layer.name, qnet.layers[1].layer.name = "layer1_0_conv2", "layer1_0_add"
     source, _ = emit_vk(qnet)
     assert "kernel layer1_0_conv2_add(" in source
+
+
+def _pooled(size: int, stride: int, pad: int, pad_end: int | None = None, h: int = 9, relu: bool = True,
+            leaky: tuple[int, ...] = (), per_channel: bool = True, batch: int = 1, seed: int = 0) -> QuantisedNetwork:
+    """x -> conv (3x3, pad 1) -> c -> max pool -> y."""
+    rng = np.random.default_rng(seed)
+    pad_end = pad if pad_end is None else pad_end
+    o = (h + pad + pad_end - size) // stride + 1
+    conv = Layer(LayerKind.CONV, "conv", ["Conv_0"], ["x"], "c", (batch, C, h, h), pad=1, leaky=leaky)
+    pool = Layer(LayerKind.MAXPOOL, "pool", ["MaxPool_0"], ["c"], "y", (batch, C, o, o), size=size, stride=stride,
+                 pad=pad, pad_end=pad_end)
+    shift = rng.integers(8, 11, C).astype(np.int32) if per_channel else 9
+    qconv = QLayer(conv, [0], 0, weight=rng.integers(-128, 128, (C, C, 3, 3)).astype(np.int8),
+                   bias=rng.integers(-4000, 4001, C).astype(np.int32), shift=shift, low=0 if relu else -128)
+    qpool = QLayer(pool, [0], 0)
+    shapes = {"x": (batch, C, h, h), "c": (batch, C, h, h), "y": (batch, C, o, o)}
+    net = Network("pooled", [conv, pool], "x", ["y"], shapes)
+    return QuantisedNetwork(net, [qconv, qpool], {"x": 0, "c": 0, "y": 0}, {}, [])
+
+
+@pytest.mark.parametrize("size, stride, pad, pad_end", [(3, 2, 1, None), (2, 2, 0, None), (3, 2, 0, 1), (3, 1, 1, None),
+                                                        (2, 1, 0, 1)])
+@pytest.mark.parametrize("relu", [True, False])
+def test_every_window_of_a_pooled_convolution_gives_the_two_layers_bits(size, stride, pad, pad_end, relu):
+    source = _check(_pooled(size, stride, pad, pad_end, relu=relu, seed=size + stride))
+    assert "max_pool(conv2d(" in source
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_pooled_convolution_on_every_golden_configuration(name):
+    cfg = config(name)
+    _check(_pooled(3, 2, 1, h=12, batch=cfg.batch, seed=13), name, seed=14)
+    _check(_pooled(2, 2, 0, h=11, batch=cfg.batch, per_channel=False, relu=False, seed=15), name, seed=16)
+
+
+def test_a_leaky_convolution_pools_before_its_slope():
+    source = _check(_pooled(2, 2, 0, leaky=(2, 3), relu=False, seed=17))
+    assert "a = (max_pool(conv2d(" in source
+
+
+def test_what_is_not_pooled_in_the_accumulator():
+    """A product read by another layer too, one the part writes for later, an image under 2 x 2, or an
+    accumulator plus bias that could leave int32 (the max and the bias would no longer commute)."""
+    qnet = _pooled(3, 2, 1)
+    assert set(pool_fusions(qnet.layers, ["y"])) == {"pool"}
+    assert pool_fusions(qnet.layers, ["y", "c"]) == {}
+    assert pool_fusions(_pooled(1, 1, 0, h=1).layers, ["y"]) == {}
+    conv = qnet.layers[0]
+    conv.bias[0] = 2**31 - 1 - 128 * int(np.abs(conv.weight[0].astype(np.int64)).sum()) + 1
+    assert pool_fusions(qnet.layers, ["y"]) == {}
+    source, values = emit_vk(qnet)
+    assert "kernel conv(" in source and "kernel pool(" in source
