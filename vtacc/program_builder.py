@@ -12,6 +12,7 @@ the tensor table too, so `vtasim --output` can inspect them.
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +46,32 @@ class _Flattener:
         self.units: list[Unit] = []
         self.taken: set[str] = set()
         self.calls: dict[tuple, list[ck.TensorRef]] = {}
+        self._readers: dict[int, Counter] = {}
+
+    def readers(self, k: ck.Kernel) -> Counter:
+        """How many expressions read each node of kernel ``k`` (a local is one node, read where it is used)."""
+        if id(k) not in self._readers:
+            counts: Counter = Counter()
+            seen: set[int] = set()
+
+            def walk(node: ck.Node) -> None:
+                for f in dataclasses.fields(node):
+                    value = getattr(node, f.name)
+                    children = value if isinstance(value, tuple | list) else [value]
+                    for child in children:
+                        if isinstance(child, ck.Node):
+                            counts[id(child)] += 1
+                            if id(child) not in seen:
+                                seen.add(id(child))
+                                walk(child)
+
+            for a in k.assigns:
+                counts[id(a.value)] += 1
+                if id(a.value) not in seen:
+                    seen.add(id(a.value))
+                    walk(a.value)
+            self._readers[id(k)] = counts
+        return self._readers[id(k)]
 
     def fresh(self, base: str) -> str:
         name, n = base, 2
@@ -77,18 +104,24 @@ class _Flattener:
         """Each part of a concatenation written straight into its channel slice of ``target``.
 
         A part computed by a call writes its slice in place; a tensor that
-        already exists is copied into its slice.
+        already exists (a call computed before for another reader too) is
+        copied into its slice.
         """
         c0 = 0
         for part in node.parts:
             width = part.shape[1]
             piece = ck.TensorDecl(self.fresh(f"{target.name}_c{c0}"), ck.INT8, part.shape, "slice", part.span,
                                   slice_of=target, channel0=c0)
+            in_place = False
             if isinstance(part, ck.Call) and len(self.file.kernel(part.kernel).outputs) == 1 and depth < 64:
                 callee = self.file.kernel(part.kernel)
                 args = [self.rewrite(x, bindings, memo, k, depth) for x in part.args]
-                self.call(callee, args, part, {id(callee.outputs[0]): piece}, depth)
-            else:
+                # a call another expression reads too is computed once, into a tensor of its own (a slice
+                # cannot be read on its own), and copied
+                in_place = _call_key(part, args) not in self.calls and self.readers(k)[id(part)] <= 1
+                if in_place:
+                    self.call(callee, args, part, {id(callee.outputs[0]): piece}, depth)
+            if not in_place:
                 self.units.append(Unit(k, ck.Assign(piece, self.rewrite(part, bindings, memo, k, depth), part.span)))
             c0 += width
 
@@ -129,9 +162,7 @@ class _Flattener:
         elif isinstance(node, ck.Call):
             callee = self.file.kernel(node.kernel)
             args = [self.rewrite(a, bindings, memo, k, depth) for a in node.args]
-            # kernels are pure: the same kernel on the same tensors gives the same results
-            call_key = (node.kernel, tuple(("tensor", id(a.tensor)) if isinstance(a, ck.TensorRef) else ("node", id(a))
-                                           for a in args))
+            call_key = _call_key(node, args)
             if call_key not in self.calls:
                 self.calls[call_key] = (self.call(callee, args, node, {}, depth), args)  # args kept alive
             out = self.calls[call_key][0][node.result_index]
@@ -144,6 +175,13 @@ class _Flattener:
             out = dataclasses.replace(node, **changes) if changes else node
         memo[key] = out
         return out
+
+
+def _call_key(node: ck.Call, args: list[ck.Node]) -> tuple:
+    """What identifies a call's results: kernels are pure, so the same kernel on the same tensors gives the
+    same results."""
+    return node.kernel, tuple(("tensor", id(a.tensor)) if isinstance(a, ck.TensorRef) else ("node", id(a))
+                              for a in args)
 
 
 def compile_file(checked: ck.CheckedFile, cfg: VTAConfig, kernel_name: str | None = None,

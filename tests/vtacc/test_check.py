@@ -392,7 +392,8 @@ BODY_ERRORS = [
         "3:18",
         "max_pool needs 'c + 1' as a tensor (a parameter or the result of a called kernel): pooling reads its "
         "input from DRAM, and 'c + 1' is a value computed in this kernel (int32[1, 64, 8, 8]); to use it, make it "
-        "the int8 result of another kernel and call that kernel",
+        "the int8 result of another kernel and call that kernel; or a conv2d itself, pooled in the accumulator "
+        "before the rest: max_pool(conv2d(x, w), ...) + b",
     ),
     # element-wise
     ("    y = x + c", "3:11", "cannot broadcast int8[1, 1024] with int8[1, 64, 8, 8] in '+': dimension 3 is 1024 "

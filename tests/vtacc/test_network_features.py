@@ -27,6 +27,13 @@ kernel half(x: int8[1, 32, 6, 6], w: int8[16, 32, 1, 1]) -> y: int8[1, 16, 6, 6]
 kernel cat(x: int8[1, 32, 6, 6], w: int8[16, 32, 1, 1]) -> y: int8[1, 48, 6, 6] {
     y = concat(half(x, w), x)
 }
+kernel block(x: int8[1, 32, 6, 6], w: int8[16, 32, 1, 1], v: int8[16, 16, 1, 1]) -> y: int8[1, 32, 6, 6] {
+    h = half(x, w)
+    y = concat(h, grow(h, v))
+}
+kernel grow(x: int8[1, 16, 6, 6], v: int8[16, 16, 1, 1]) -> y: int8[1, 16, 6, 6] {
+    y = clip(conv2d(x, v) >> 6, 0, 127)
+}
 """
 RNG = np.random.default_rng(3)
 
@@ -92,3 +99,14 @@ def test_concat_parts_written_in_place():
     assert np.array_equal(got, np.concatenate([half, x], axis=1).astype(np.int8))
     names = {t.name for t in compiled.program.tensors}
     assert "half_y" not in names and not any(n.startswith("y_c") for n in names)  # no separate part tensor
+
+
+def test_a_concat_part_read_again_is_computed_once():
+    """DenseNet's block: a result is a part of the concatenation and the input of the next layer; it is
+    computed once, into its own tensor, and copied into its slice (a slice cannot be read on its own)."""
+    x, w, v = _ints(1, 32, 6, 6), _ints(16, 32, 1, 1), _ints(16, 16, 1, 1)
+    got, compiled = _run("block", {"x": x, "w": w, "v": v})
+    half = np.clip(_conv(x, w, 0, 1) >> 7, 0, 127)
+    grown = np.clip(_conv(half, v, 0, 1) >> 6, 0, 127)
+    assert np.array_equal(got, np.concatenate([half, grown], axis=1).astype(np.int8))
+    assert [p.op.kernel for p in compiled.planned].count("half") == 1

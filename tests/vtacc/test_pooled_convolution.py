@@ -130,3 +130,10 @@ def test_only_max_pooling_of_a_convolution_folds():
     source, _ = _source(1, 16, 12, 32, 3, 1, 1, 3, 2, 1)
     with pytest.raises(CompileError, match="sum_pool needs"):
         compile_source(source.replace("max_pool(", "sum_pool("), config("default"))
+
+
+def test_a_pooling_of_a_computed_value_says_what_folds():
+    source, _ = _source(1, 16, 12, 32, 3, 1, 1, 3, 2, 1)
+    with pytest.raises(CompileError, match=r"or a conv2d itself, pooled in the accumulator"):
+        compile_source(source.replace("max_pool(conv2d(x, w, stride=1, pad=1)", "max_pool(conv2d(x, w, pad=1) + b"),
+                       config("default"))

@@ -171,8 +171,9 @@ class BuiltinRules:
             return None
         return operands, options
 
-    def tensor_input(self, f: str, operand: Operand, gemm: bool) -> Node | None:
-        """The operand if it is a tensor read from DRAM (int8 for GEMM), else None after an error."""
+    def tensor_input(self, f: str, operand: Operand, gemm: bool, hint: str = "") -> Node | None:
+        """The operand if it is a tensor read from DRAM (int8 for GEMM), else None after an error (``hint``
+        ends its message)."""
         node, arg = operand
         if isinstance(node, Cast) and isinstance(node.x, (TensorRef, Call)) and node.dtype == node.x.dtype:
             node = node.x
@@ -192,7 +193,7 @@ class BuiltinRules:
                        f"VTA's GEMM reads int8 inputs and weights, and '{text}' is {got}", arg.value.span)
         else:
             self.error(f"{f} needs '{text}' as a tensor (a parameter or the result of a called kernel): pooling "
-                       f"reads its input from DRAM, and '{text}' is {got}", arg.value.span)
+                       f"reads its input from DRAM, and '{text}' is {got}{hint}", arg.value.span)
         return None
 
     def concat(self, e: st.CallExpr) -> Node | None:
@@ -309,7 +310,10 @@ class BuiltinRules:
     def pool(self, e: st.CallExpr, ops: list[Operand], opts: dict) -> Node | None:
         f = e.func
         # max pooling of a convolution folds in the accumulator, before the epilogue (max commutes with it)
-        x = ops[0][0] if f == "max_pool" and isinstance(ops[0][0], Conv2d) else self.tensor_input(f, ops[0], False)
+        hint = ("; or a conv2d itself, pooled in the accumulator before the rest: max_pool(conv2d(x, w), ...) + b"
+                if f == "max_pool" else "")
+        x = ops[0][0] if f == "max_pool" and isinstance(ops[0][0], Conv2d) else self.tensor_input(f, ops[0], False,
+                                                                                                 hint)
         if "size" not in opts:
             self.error(f"{f} needs a window size, as in {f}(x, 2)", e.name_span)
             return None
