@@ -261,7 +261,8 @@ def choose_tiling(op: Operator, needs: Needs, cfg: VTAConfig, fixed: dict, threa
     # two virtual threads (over at least two tiles) unless nothing fits that way
     attempts = [(t, two) for t in ([threads] if threads else [2, 1]) for two in ((True, False) if t == 2 else (False,))]
     for th_, two_tiles in attempts:
-        fitting = [got for cand in _space(pr, fixed, gemm, orders, th_, two_tiles, blocks=pool or pr.pool is not None)
+        fitting = [got for cand in _space(pr, fixed, gemm, orders, th_, two_tiles, blocks=pool or pr.pool is not None,
+                                          room=cfg.acc_depth // th_)
                    if (got := _evaluate(cand, pr, needs, cfg, gemm, pool, extra_bytes, model)) is not None]
         if fitting:
             # within the traffic budget, the fewest DRAM bytes (data and the instruction stream the fetch module
@@ -303,9 +304,11 @@ def _confirmed(near: list[Tiling], confirm: Callable[[Tiling], int]) -> Tiling:
 
 
 def _space(pr: Problem, fixed: dict, gemm: bool, orders: list[str], threads: int, two_tiles: bool,
-           blocks: bool = False):
+           blocks: bool = False, room: int | None = None):
     """Candidate tilings (before checking capacity). ``blocks``: also parts of several rows (a pooling, whose
-    windows overlap between tiles: a taller tile loads fewer rows twice)."""
+    windows overlap between tiles: a taller tile loads fewer rows twice). ``room``: the accumulator elements
+    of a thread, where a pooled convolution's window regions that cannot fit are left out early (_evaluate
+    would refuse them)."""
     if fixed.get("w") is not None:  # a fixed width: any number of rows
         tw = min(fixed["w"], pr.ow)
         spatial = [(th, tw) for th in _candidates(pr.oh, fixed.get("h"))]
@@ -316,9 +319,15 @@ def _space(pr: Problem, fixed: dict, gemm: bool, orders: list[str], threads: int
         if blocks:
             spatial += [(th, tw) for th in _candidates(pr.oh, fixed.get("h")) if th > 1
                         for tw in _candidates(pr.ow) if tw < pr.ow]
+    region = {}
+    if pr.pool and room is not None:
+        region = {(th, tw): math.prod(pooled_region(pr, th, tw)[:2]) for th, tw in spatial}
+        spatial = [(th, tw) for th, tw in spatial if region[th, tw] <= room]
     for tn in _candidates(pr.n_t, fixed.get("n")):
         for toc in _candidates(pr.oc_t, fixed.get("c")):
             for th, tw in spatial:
+                if region and tn * toc * region[th, tw] > room:
+                    continue
                 if two_tiles and tn >= pr.n_t and toc >= pr.oc_t and th >= pr.oh and tw >= pr.ow and \
                         pr.n_t * pr.oc_t * pr.oh * pr.ow > 1:
                     continue  # double buffering needs at least two tiles
