@@ -10,6 +10,10 @@ the ALU epilogue) or the load module (busy plus waiting for memory). The whole n
 and the fraction of it reached (`vtacc --explain` prints the same).
 
     python benchmarks/timing_resnet.py [--profiles chisel-2019,chisel-2021,hls] [--no-whole]
+                                       [--onnx DIR [--only-onnx]]
+
+``--onnx DIR`` adds the same table for the ONNX ResNet-18 that ``examples/resnet18/build_resnet18.py DIR``
+wrote (imported, quantised on its calibration inputs and compiled for each profile).
 """
 
 from __future__ import annotations
@@ -72,16 +76,30 @@ def whole_network(profiles: list[Profile]) -> None:
         return
     cfg = default_config()
     checked = check_source(source.read_text(encoding="utf-8"), str(source))
+    network_table(source.name, profiles, lambda profile: compile_file(checked, cfg, profile=profile))
+
+
+def onnx_network(profiles: list[Profile], folder: Path) -> None:
+    from vtacc.model import compile_model  # the onnx extra: only when asked
+
+    model, calibration = folder / "resnet18.onnx", folder / "calibration.npy"
+    network_table(f"the ONNX ResNet-18 of {folder}", profiles,
+                  lambda profile: compile_model(model, default_config(), calibration, profile).compiled)
+
+
+def network_table(name: str, profiles: list[Profile], compile_for) -> None:
+    """A whole network compiled for each profile (``compile_for(profile)``): its cycles, its bound and the
+    fraction reached, and the program compiled for chisel-2019 timed on each design."""
     baseline = load_profile("chisel-2019")
-    base = compile_file(checked, cfg, profile=baseline)
-    print(f"\nWhole network ({source.name}, {len(base.program.instructions):,} instructions compiled for "
+    base = compile_for(baseline)
+    print(f"\nWhole network ({name}, {len(base.program.instructions):,} instructions compiled for "
           "chisel-2019), memory latency 16; its bound (vtacc/bound.py: the arithmetic's own work on the compute "
           "stage, the compulsory bytes on the bus) and the fraction reached\n")
     print("| profile | cycles (tiled for it) | time at its clock | GEMM utilisation | bound | reached | "
           "tiled for chisel-2019 |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for profile in profiles:
-        compiled = base if profile.name == baseline.name else compile_file(checked, cfg, profile=profile)
+        compiled = base if profile.name == baseline.name else compile_for(profile)
         report = compiled.timed.report
         bound = network_bound(compiled)
         binds = "compute" if bound.compute >= bound.memory else "memory"
@@ -95,11 +113,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--profiles", default=",".join(BUILTIN))
     parser.add_argument("--no-whole", action="store_true", help="only the layers C2-C11")
+    parser.add_argument("--onnx", type=Path, metavar="DIR",
+                        help="also the ONNX ResNet-18 that examples/resnet18/build_resnet18.py wrote to DIR")
+    parser.add_argument("--only-onnx", action="store_true", help="with --onnx: that table alone")
     args = parser.parse_args()
     profiles = [load_profile(name) for name in args.profiles.split(",")]
-    layer_tables(profiles)
-    if not args.no_whole:
-        whole_network(profiles)
+    if not args.only_onnx:
+        layer_tables(profiles)
+        if not args.no_whole:
+            whole_network(profiles)
+    if args.onnx is not None:
+        onnx_network(profiles, args.onnx)
 
 
 if __name__ == "__main__":
