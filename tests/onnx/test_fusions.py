@@ -182,3 +182,43 @@ def test_what_is_not_pooled_in_the_accumulator():
     assert pool_fusions(qnet.layers, ["y"]) == {}
     source, values = emit_vk(qnet)
     assert "kernel conv(" in source and "kernel pool(" in source
+
+
+@pytest.mark.parametrize("lc, lr, k", [(0, 24, 1), (0, 25, 1), (0, 25, 9)])
+def test_a_skip_shifted_out_of_int32_keeps_the_adds_own_sum(lc, lr, k):
+    """r << lr leaves int32: the add's wrapping sum and the split one differ, so the add stays whole."""
+    qnet = _network(lc, lr, k, seed=lr + k)
+    source = _check(qnet)
+    assert f"(r << {lr})" in source
+
+
+@pytest.mark.parametrize("channels", [3, 7])
+def test_a_residual_around_a_first_layer_keeps_the_plain_layout(tmp_path, channels):
+    """y = Add(Conv(x), x) on a few-channel program input: the convolution would read x as patches, but its
+    epilogue reads x too (one layout per tensor), so x stays plain; from an ONNX file, against run_int8."""
+    from onnx import TensorProto, helper
+
+    from vtacc.model import compile_model
+    from vtasim.runs.session import run_arrays
+
+    from .models import save_model, tensor
+
+    rng = np.random.default_rng(channels)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c", "x"], ["y"], name="add")]
+    path = save_model(tmp_path / "m.onnx", nodes, [tensor("x", [1, channels, 8, 8])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                      {"w": rng.normal(0, 0.3, (channels, channels, 3, 3)).astype(np.float32)})
+    model = compile_model(path, config("default"), rng.normal(0, 1, (32, channels, 8, 8)))
+    assert [p.op.kernel for p in model.compiled.planned] == ["conv_add"]
+    assert model.compiled.planned[0].op.producer.x.patches is None
+    qnet = model.imported.qnet
+    x = qnet.quantise_input(rng.normal(0, 0.6, (1, channels, 8, 8)))
+    got = run_arrays(model.compiled.program, {model.input_name: x}, [model.output_name])[0][model.output_name]
+    assert np.array_equal(got, run_int8(qnet, x)[qnet.network.output])
+
+
+def test_a_pooling_whose_windows_read_too_few_pixels_stays_apart():
+    """pad 1 and no end padding over a 2 x 2 product: the one window reads one pixel, too few for a tile."""
+    qnet = _pooled(2, 2, 1, pad_end=0, h=2)
+    assert pool_fusions(qnet.layers, ["y"]) == {}

@@ -111,3 +111,22 @@ def test_a_non_square_stem_with_odd_stride_then_a_pool_and_a_convolution(name):
     assert np.array_equal(result.outputs["y"], want)
     assert result.races == []
     assert {t.name for t in result.compiled.tensors if t.patches} == {"x", "w"}
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_an_input_added_in_the_epilogue_keeps_its_plain_layout(name):
+    """x feeds the convolution and its own epilogue (a residual around a first layer): one tensor, one layout,
+    so no patches, and the sum is right."""
+    cfg = config(name)
+    c = 8 if cfg.block_in == 32 else 3  # few enough channels that patches would pay
+    rng = np.random.default_rng(9)
+    x, w = rand8(rng, cfg.batch, c, 10, 10), rand8(rng, c, c, 3, 3)
+    source = f"""
+kernel main(x: int8[{cfg.batch}, {c}, 10, 10], w: int8[{c}, {c}, 3, 3]) -> y: int8[{cfg.batch}, {c}, 10, 10] {{
+    y = clip(clip(conv2d(x, w, pad=1) >> 9, -64, 64) + x, 0, 127)
+}}
+"""
+    result = run(source, {"x": x, "w": w}, cfg)
+    want = np.clip(np.clip(conv_ref(x, w, 1, 1) >> 9, -64, 64) + x, 0, 127).astype(np.int8)
+    assert np.array_equal(result.outputs["y"], want)
+    assert result.compiled.planned[0].op.producer.x.patches is None

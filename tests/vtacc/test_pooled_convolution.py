@@ -137,3 +137,23 @@ def test_a_pooling_of_a_computed_value_says_what_folds():
     with pytest.raises(CompileError, match=r"or a conv2d itself, pooled in the accumulator"):
         compile_source(source.replace("max_pool(conv2d(x, w, stride=1, pad=1)", "max_pool(conv2d(x, w, pad=1) + b"),
                        config("default"))
+
+
+def test_a_last_channel_tile_too_small_for_the_gemm_is_not_chosen():
+    """80 channels pooled from a 2 x 2 product down to one pixel: a tile of 3 channel blocks would leave a
+    last tile of 2 elements, whose GEMM could not keep writes to one element apart."""
+    rng = np.random.default_rng(8)
+    x, w, b = rand8(rng, 1, 16, 4, 4), rand8(rng, 80, 16, 3, 3), rand32(rng, 80, lo=-5000, hi=5000)
+    source = """
+kernel main(x: int8[1, 16, 4, 4], w: int8[80, 16, 3, 3], b: int32[80]) -> y: int8[1, 80, 1, 1] {
+    y = clip((max_pool(conv2d(x, w), 2, stride=2, pad=1, pad_end=0) + b) >> 8, -128, 127)
+}
+"""
+    result = run(source, {"x": x, "w": w, "b": b})
+    want = np.clip((pool_ref(conv_ref(x, w, 1, 0), 2, 2, 1, 0) + b[None, :, None, None]) >> 8, -128, 127)
+    assert np.array_equal(result.outputs["y"], want.astype(np.int8))
+    with pytest.raises(CompileError, match="windows read fewer than 3 product elements"):
+        compile_source(source.replace("-128, 127)\n", "-128, 127)\n    schedule { tile_oc = 48 }\n"),
+                       config("default"))
+    with pytest.raises(CompileError, match="pool the convolution's int8 result in a kernel of its own"):
+        compile_source(source.replace("80", "16"), config("default"))

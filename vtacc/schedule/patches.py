@@ -43,12 +43,13 @@ def lay_out_patches(operators: list[Operator], inputs: set[str], tensors: dict[s
                     cfg: VTAConfig) -> None:
     """Give every qualifying convolution (module docstring) its input and weights as patches, in place:
     the operator's producer and the program's tensor table."""
-    uses: Counter = Counter()
+    uses: Counter = Counter()  # every read of a tensor: an epilogue operand read beside the product counts too
     for op in operators:
-        named = {t.name for t in op.operands.values()}
+        uses.update({t.name for t in op.operands.values()})
         if op.producer is not None:
-            named |= {op.producer.x.name} | ({op.producer.w.name} if isinstance(op.producer, GemmProducer) else set())
-        uses.update(named)
+            uses[op.producer.x.name] += 1
+            if isinstance(op.producer, GemmProducer):
+                uses[op.producer.w.name] += 1
         uses[op.out.name] += 1
     for op in operators:
         p = op.producer

@@ -152,7 +152,8 @@ def _evaluate(t: Tiling, pr: Problem, needs: Needs, cfg: VTAConfig, gemm: bool, 
     if gemm and pr.pool:
         rows, cols, gth, gtw = pooled_region(pr, t.th, t.tw)
         gemm_pr = conv_problem(pr)
-        if pr.ic_t * kk > 1 and _smallest_product(pr, t.th, t.tw) * t.tn * t.toc < MIN_ACC_DISTANCE:
+        planes = min(t.tn, pr.n_t % t.tn or t.tn) * min(t.toc, pr.oc_t % t.toc or t.toc)  # the last tiles'
+        if pr.ic_t * kk > 1 and _smallest_product(pr, t.th, t.tw) * planes < MIN_ACC_DISTANCE:
             return None  # its GEMM could not keep writes to one element apart (no partial sums in a region)
         acc += threads * t.tn * t.toc * rows * cols  # the pooling's window over the product
     if gemm:
@@ -285,6 +286,12 @@ def choose_tiling(op: Operator, needs: Needs, cfg: VTAConfig, fixed: dict, threa
                      for buf, need, depth in closest[1]]
             raise CompileError("no tiling fits the on-chip buffers: the closest choice needs " + "; and ".join(parts),
                                span)
+        if pr.pool:  # every candidate refused by the distance rule alone (_evaluate), whatever the buffers
+            raise CompileError(
+                f"max_pool of a conv2d: every tiling{' the schedule allows' if fixed else ''} has a tile whose "
+                f"windows read fewer than {MIN_ACC_DISTANCE} product elements (pixels times channel blocks), and "
+                "VTA cannot add into one accumulator element in consecutive executions (a pooled region keeps no "
+                "partial sums); pool the convolution's int8 result in a kernel of its own", span)
         raise CompileError("no tiling fits the on-chip buffers", span)
     return best
 

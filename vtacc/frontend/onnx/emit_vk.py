@@ -12,6 +12,7 @@ import os
 import numpy as np
 
 from vtasm.formats.network import kernel_identifier
+from vtasm.portability import MIN_ACC_DISTANCE
 
 from .network import LayerKind, unhandled
 from .partition import Part
@@ -132,10 +133,11 @@ def _fused_kernel(product: QLayer, add: QLayer, qnet: QuantisedNetwork, shapes: 
     weight parameters; it takes the product's input, then the add's other input ``r``.
 
     With c the product's int8 result, the add computes clip((c << lc) + (r << lr) + 2^(k-1)) >> k). Where
-    lr >= k, r's term is a whole multiple of 2^k and passes the shift as r << (lr - k), so r accumulates
-    onto the tile on the GEMM core; the rounding constant left then goes into the product's bias (its shift
-    grows by k and its clip bounds pass the same rounding shift: a monotone step commutes with clip). That
-    saves the add's own shift, rounding and alignment passes on the ALU.
+    lr >= k (and the sum cannot leave int32), r's term is a whole multiple of 2^k and passes the shift as
+    r << (lr - k), so r accumulates onto the tile on the GEMM core; the rounding constant left then goes
+    into the product's bias (its shift grows by k and its clip bounds pass the same rounding shift: a
+    monotone step commutes with clip). That saves the add's own shift, rounding and alignment passes on
+    the ALU.
     """
     common = os.path.commonprefix([product.name, add.name])
     name = kernel_identifier(f"{product.name}_{add.name[common.rfind('_') + 1:]}")
@@ -145,21 +147,25 @@ def _fused_kernel(product: QLayer, add: QLayer, qnet: QuantisedNetwork, shapes: 
     at = add.layer.inputs.index(product.layer.output)
     lc, lr, k = add.left[at], add.left[1 - at], int(add.shift)
     rest = (1 << (k - 1)) if k else 0  # the add's rounding constant, until it moves into the bias
-    r = "r" if lr == k or lr == 0 else f"(r << {lr - k if lr >= k else lr})"
+    # r passes the shift whole when its term is a multiple of 2^k and the sum cannot leave int32 (where the
+    # add's wrapping sum and the split one would differ)
+    whole = lr >= k and (128 << lc) + (128 << lr) + rest < ACC_LIMIT
+    shifted = lr - k if whole else lr
+    r = f"(r << {shifted})" if shifted else "r"
     bias, shift, bounds = product.bias.astype(np.int64), np.asarray(product.shift, dtype=np.int64), None
-    if lr >= k and lc == 0 and _foldable(product, bias + (rest << shift), shift + k):
+    if whole and lc == 0 and _foldable(product, bias + (rest << shift), shift + k):
         bias, shift = bias + (rest << shift), shift + k
         bounds = ((product.low + rest) >> k, (product.high + rest) >> k)
         k = rest = 0
-    elif lr < k and lc < k and _foldable(product, bias + ((rest >> lc) << shift), shift):
+    elif not whole and lc < k and _foldable(product, bias + ((rest >> lc) << shift), shift):
         bias, bounds = bias + ((rest >> lc) << shift), (product.low + (rest >> lc), product.high + (rest >> lc))
         rest = 0  # added to c before its clip: c + n is clip(v + n, low + n, high + n)
     before, c, params = _product(product, "x", bias, shift if np.ndim(product.shift) else int(shift), bounds)
     c = f"({c} << {lc})" if lc else c
-    if lr >= add.shift:  # r passes the shift whole
+    if whole:
         total = (f"(({c} + {rest}) >> {k})" if rest else f"({c} >> {k})") if k else c
         total += f" + {r}"
-    else:
+    else:  # the add's own sum (wrapping as it does), its rounding folded into c where it fits below 2^lc
         total = f"({c} + {r}" + (f" + {rest}" if rest else "") + f") >> {k}"
     decls = [f"x: {_type('int8', shapes[product.layer.inputs[0]])}", f"r: {_type('int8', shapes[other])}"]
     decls += [f"{suffix}: {kind}" for suffix, kind, _ in params]
@@ -183,8 +189,6 @@ def _pooled_kernel(product: QLayer, pool: QLayer, qnet: QuantisedNetwork, shapes
     while name in taken:
         name += "_"
     before, expr, params = _product(product, "x", pool=pool)
-    if (pool.low, pool.high) != (-128, 127):
-        expr = f"clip({expr}, {pool.low}, {pool.high})"
     decls = [f"x: {_type('int8', shapes[product.layer.inputs[0]])}"] + [f"{k}: {kind}" for k, kind, _ in params]
     text = (f"{_describe(product, qnet)}\n{_describe(pool, qnet)}\n"
             f"# fused: the max pooling folds the accumulator before the bias, shift and clip (the same bits)\n"
@@ -195,7 +199,8 @@ def _pooled_kernel(product: QLayer, pool: QLayer, qnet: QuantisedNetwork, shapes
 
 def pool_fusions(layers: list[QLayer], outs: list[str]) -> dict[str, QLayer]:
     """Max pooling layer -> the convolution whose accumulator it pools (_pooled_kernel): one that only the
-    pooling reads, that the part does not write for later, with an image of at least 2 x 2 and no
+    pooling reads, that the part does not write for later, an image of at least 2 x 2 whose windows read at
+    least 3 of its pixels (a tile of them all can keep a GEMM's writes to one element apart), and no
     accumulator plus bias that can leave int32."""
     readers: dict[str, int] = {}
     for q in layers:
@@ -208,8 +213,11 @@ def pool_fusions(layers: list[QLayer], outs: list[str]) -> dict[str, QLayer]:
         if conv is None or conv.kind != LayerKind.CONV or readers[conv.layer.output] != 1 \
                 or conv.layer.output in outs or min(conv.layer.shape[2:]) < 2:
             continue
-        if _reach_fits(conv, conv.bias.astype(np.int64)):
-            fused[q.name] = conv
+        p = q.layer
+        read = [min(extent, (out - 1) * p.stride + p.size - p.pad) for out, extent in
+                zip(p.shape[2:], conv.layer.shape[2:], strict=True)]  # product rows and columns the windows read
+        if read[0] * read[1] >= MIN_ACC_DISTANCE and _reach_fits(conv, conv.bias.astype(np.int64)):
+            fused[q.name] = conv  # (a tile must compute at least MIN_ACC_DISTANCE product pixels)
     return fused
 
 
