@@ -200,8 +200,8 @@ def _pooled_kernel(product: QLayer, pool: QLayer, qnet: QuantisedNetwork, shapes
 def pool_fusions(layers: list[QLayer], outs: list[str]) -> dict[str, QLayer]:
     """Max pooling layer -> the convolution whose accumulator it pools (_pooled_kernel): one that only the
     pooling reads, that the part does not write for later, an image of at least 2 x 2 whose windows read at
-    least 3 of its pixels (a tile of them all can keep a GEMM's writes to one element apart), and no
-    accumulator plus bias that can leave int32."""
+    least 3 of its pixels (a tile of them all can keep a GEMM's writes to one element apart), a leaky slope
+    below 1 if any (so it never decreases), and no accumulator plus bias that can leave int32."""
     readers: dict[str, int] = {}
     for q in layers:
         for t in q.layer.inputs:
@@ -211,7 +211,7 @@ def pool_fusions(layers: list[QLayer], outs: list[str]) -> dict[str, QLayer]:
     for q in layers:
         conv = producer.get(q.layer.inputs[0]) if q.kind == LayerKind.MAXPOOL else None
         if conv is None or conv.kind != LayerKind.CONV or readers[conv.layer.output] != 1 \
-                or conv.layer.output in outs or min(conv.layer.shape[2:]) < 2:
+                or conv.layer.output in outs or min(conv.layer.shape[2:]) < 2 or 0 in conv.layer.leaky:
             continue
         p = q.layer
         read = [min(extent, (out - 1) * p.stride + p.size - p.pad) for out, extent in

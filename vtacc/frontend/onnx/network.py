@@ -540,8 +540,10 @@ class _Lowering:
         out = node.outputs[0]
         h, w = self.g.shapes[x][2:]
         oh, ow = self.g.shapes[out][2:]
-        pad_end = (oh - 1) * stride + size - h - pad
-        if pads[1] != pad or (ow - 1) * stride + size - w - pad != pad_end:
+        # the padding after the last row the last window reaches into: none when (floor mode over an image
+        # the stride does not divide) the windows stop before the last rows, which then take no part
+        pad_end = max(0, (oh - 1) * stride + size - h - pad)
+        if pads[1] != pad or max(0, (ow - 1) * stride + size - w - pad) != pad_end:
             raise self.fail(node, f"pads {pads} differ between height and width")
         if kind == LayerKind.AVGPOOL:
             if size == h == w and pad == 0 and pad_end == 0:
