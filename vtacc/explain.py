@@ -53,18 +53,27 @@ def _producer_text(p) -> str:
                       f"({1 - p.useful_fraction:.1%} of the multiplies wasted on zeros)")
         text = (f"conv2d {p.kh}x{p.kw} stride {p.stride} pad {p.pad}{groups}, {ic} -> {oc} channels, "
                 f"{ih}x{iw} -> {oh}x{ow}")
+        if p.x.patches is not None:  # the source's convolution, read as its windows (schedule/patches.py)
+            k, stride, pad = p.x.patches
+            c, h, w = p.x.logical[1:]
+            text += (f" (the source's {k}x{k} stride {stride} pad {pad} convolution of {c} channels over {h}x{w}, "
+                     f"its input read as {k}x{k} patches: {ic} channels)")
         if p.w_data is not None:
             text = f"global_avg_pool as a depthwise {text}"
         if p.pool is not None:
-            size, stride, pad = p.pool
             _, _, ph, pw = p.node.shape
-            text += (f", then max pooling {size}x{size} stride {stride} pad {pad} in the accumulator (before the "
-                     f"epilogue) -> {ph}x{pw}")
+            text += f", then {_window_text(p.node)} in the accumulator (before the epilogue) -> {ph}x{pw}"
         return text
     if isinstance(p, PoolProducer):
-        kind = "max pooling" if p.kind == "max" else "sum pooling (avg_pool: sum, then the shift)"
-        return f"{kind} {p.size}x{p.size} stride {p.stride} pad {p.pad}"
+        return _window_text(p.node)
     return "element-wise only"
+
+
+def _window_text(node) -> str:
+    """A pooling's window as --explain names it (padding after the last row when it differs from before)."""
+    kind = "max pooling" if node.kind == "max" else "sum pooling (avg_pool: sum, then the shift)"
+    end = f" pad_end {node.pad_end}" if node.pad_end != node.pad else ""
+    return f"{kind} {node.size}x{node.size} stride {node.stride} pad {node.pad}{end}"
 
 
 def explain(compiled: Compiled) -> str:

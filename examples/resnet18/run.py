@@ -64,7 +64,7 @@ def layer_cycles(model: CompiledModel) -> list[tuple[str, int]]:
 # The chart's colours: what each kind of layer is, tried in this order on the layer's name.
 KINDS = (("add", "#dd8452", "convolution with the residual add (and ReLU) in its epilogue"),
          ("_maxpool", "#8172b3", "convolution with the max pool after it folded into its tiles"),
-         ("conv", "#4c72b0", "convolution (with its batch norm and ReLU folded in)"),
+         ("conv", "#4c72b0", "convolution (its batch norm, and a ReLU after it, folded in)"),
          ("", "#55a868", "other: pooling, fully connected (logits)"))
 
 

@@ -157,3 +157,12 @@ kernel main(x: int8[1, 16, 4, 4], w: int8[80, 16, 3, 3], b: int32[80]) -> y: int
                        config("default"))
     with pytest.raises(CompileError, match="pool the convolution's int8 result in a kernel of its own"):
         compile_source(source.replace("80", "16"), config("default"))
+
+
+def test_explain_names_the_padding_after_and_the_patches():
+    """A 5x5 pooled output needs the padding after the last row: --explain says it, and that the first
+    layer's input is read as patches."""
+    source, po = _source(1, 3, 17, 16, 3, 2, 1, 2, 2, 0, pad_end=1)
+    text = explain(compile_source(source, config("default")))
+    assert po == 5 and "max pooling 2x2 stride 2 pad 0 pad_end 1 in the accumulator" in text and "-> 5x5" in text
+    assert "its input read as 3x3 patches: 27 channels" in text
