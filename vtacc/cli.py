@@ -178,13 +178,19 @@ def _compile_onnx(source: str, calibrate: str | None, input_shapes: dict[str, tu
         _write_vk(imported, output, source)
         return
     model = compile_imported(imported, cfg, profile, vk_name)
+    where = (f"written by vtacc {Path(source).name} --emit vk -o {vk_name}, with the same calibration"
+             if imported.whole_on_vta else "each VTA launch's own; --emit vk writes it for a model VTA computes whole")
+    note = f"# the places [{vk_name}:LINE] are lines of the kernel language the model imports as ({where})\n"
     if wants_binary:
         from vtasm.formats.network import save_network
 
         if explain:
+            click.echo(note, nl=False)
             _explain_network(model)
         save_network(model.network, output)
         return
+    if explain:
+        click.echo(note, nl=False, err=output is None)  # where _finish writes the explanation
     checked = check_source(imported.source, vk_name)
     _finish(checked, model.compiled, cfg, "main", profile, source, emit, output, explain, roofline,
             roofline_threads)

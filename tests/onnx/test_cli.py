@@ -121,3 +121,12 @@ def test_layer_vta_cannot_compile_is_named_by_its_onnx_node(tmp_path):
     line = _refused(tmp_path, _model(tmp_path, nodes, {"w": w}, shape=(1, 16, 33, 33)), "--calibrate",
                     tmp_path / "cal.npy")
     assert "m.onnx: node 'huge' (Conv): VTA cannot compile it: no tiling fits" in line and ".vk" not in line
+
+
+def test_explain_says_where_its_source_lines_are(tmp_path):
+    """--explain cites [model.vk:LINE]; that file is the kernel language --emit vk writes, and the note says so."""
+    path = _model(tmp_path)
+    r = tool("vtacc", path, "--calibrate", tmp_path / "cal.npy", "--explain", "-o", tmp_path / "a.vasm", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert f"(written by vtacc {path.name} --emit vk -o {path.stem}.vk, with the same calibration)" in r.stdout
+    assert f"[{path.stem}.vk:" in r.stdout

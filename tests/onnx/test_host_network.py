@@ -141,6 +141,7 @@ def test_the_other_tools_on_a_network_file(tmp_path):
     r = tool("vtacc", path, "--calibrate", tmp_path / "cal.npy", "--explain", "-o", tmp_path / "n2.vbin",
              cwd=tmp_path)
     assert r.stdout.count("== step") == 6 and "host step 'host4': Sigmoid 'gate', Mul 'swish'" in r.stdout
+    assert "are lines of the kernel language the model imports as (each VTA launch's own" in r.stdout
     assert "where it runs" in r.stdout and "% of the time)" in r.stdout
     macs = 16 * 8 * 8 * 27 + 16 * 8 * 8 * 144 + 10 * 16  # conv1, conv2 and fc, counted by hand
     assert f"VTA: 3 steps, {macs:,} MACs (100.0%)" in r.stdout
