@@ -9,12 +9,13 @@ Each result (operator) needs, on the compute stage, in the profile's cycles:
   pooling's input, an int8 operand of an epilogue) passes through the GEMM
   core once, BATCH x BLOCK_OUT of them an execution (portable code has no
   8-bit accumulator loads);
-- resets: every accumulator row a GEMM fills is zeroed once (a result's
-  rows; the rows a pooling's int8 input is moved into), at
-  ``gemm.reset_per_execution``;
+- resets: every accumulator row a GEMM fills is zeroed once (a product's
+  rows, before a max pooling folded into it; the rows a pooling's int8
+  input is moved into), at ``gemm.reset_per_execution``;
 - ALU: a pooling's window takes K*K - 1 tensor operations per output row;
   any other result's epilogue, the operations the program runs for it (the
-  expression's own work: a shift, a bias, a clip);
+  expression's own work: a shift, a bias, a clip; a max pooling folded into
+  a convolution, its folds as run);
 
 and on the bus, its compulsory bytes (every input, weight and bias byte read
 once, every output byte written once; roofline.py). The compute stage runs

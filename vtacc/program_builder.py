@@ -52,24 +52,19 @@ class _Flattener:
         """How many expressions read each node of kernel ``k`` (a local is one node, read where it is used)."""
         if id(k) not in self._readers:
             counts: Counter = Counter()
-            seen: set[int] = set()
 
-            def walk(node: ck.Node) -> None:
+            def read(node: ck.Node) -> None:  # one more reader of node; its own reads counted once
+                counts[id(node)] += 1
+                if counts[id(node)] > 1:
+                    return
                 for f in dataclasses.fields(node):
                     value = getattr(node, f.name)
-                    children = value if isinstance(value, tuple | list) else [value]
-                    for child in children:
+                    for child in value if isinstance(value, tuple | list) else [value]:
                         if isinstance(child, ck.Node):
-                            counts[id(child)] += 1
-                            if id(child) not in seen:
-                                seen.add(id(child))
-                                walk(child)
+                            read(child)
 
             for a in k.assigns:
-                counts[id(a.value)] += 1
-                if id(a.value) not in seen:
-                    seen.add(id(a.value))
-                    walk(a.value)
+                read(a.value)
             self._readers[id(k)] = counts
         return self._readers[id(k)]
 

@@ -48,7 +48,7 @@ def pooled_window(pool: tuple[int, int, int], start: int, count: int, extent: in
     included; the first one's index in the product, negative in the padding; padding rows before the
     product's first row; after its last)."""
     size, stride, pad = pool
-    rows = (count - 1) * stride + size
+    rows = in_extent(count, stride, size)
     first = start * stride - pad
     return rows, first, max(0, -first), max(0, first + rows - extent)
 
@@ -57,7 +57,7 @@ def pooled_region(pr: Problem, th: int, tw: int) -> tuple[int, int, int, int]:
     """A pooled convolution's tile of ``th`` x ``tw`` pooled pixels: the rows and columns of its window over
     the product (padding included), and at most how many of them lie inside the product."""
     size, stride, _ = pr.pool
-    rows, cols = (th - 1) * stride + size, (tw - 1) * stride + size
+    rows, cols = in_extent(th, stride, size), in_extent(tw, stride, size)
     return rows, cols, min(rows, pr.ch), min(cols, pr.cw)
 
 

@@ -131,7 +131,7 @@ def partial_elems(t: Tiling, pr: Problem, gemm: bool) -> int:
     """
     if not gemm or pr.pool or pr.ic_t * pr.kh * pr.kw < 2:  # a pooled product's region is never that small
         return 0
-    smallest = math.prod(min(size, extent % size or size)
+    smallest = math.prod(_last_tile(size, extent)
                          for size, extent in ((t.tn, pr.n_t), (t.toc, pr.oc_t), (t.th, pr.oh), (t.tw, pr.ow)))
     return PARTIAL_ELEMS if smallest <= 2 else 0
 
@@ -152,7 +152,7 @@ def _evaluate(t: Tiling, pr: Problem, needs: Needs, cfg: VTAConfig, gemm: bool, 
     if gemm and pr.pool:
         rows, cols, gth, gtw = pooled_region(pr, t.th, t.tw)
         gemm_pr = conv_problem(pr)
-        planes = min(t.tn, pr.n_t % t.tn or t.tn) * min(t.toc, pr.oc_t % t.toc or t.toc)  # the last tiles'
+        planes = _last_tile(t.tn, pr.n_t) * _last_tile(t.toc, pr.oc_t)
         if pr.ic_t * kk > 1 and _smallest_product(pr, t.th, t.tw) * planes < MIN_ACC_DISTANCE:
             return None  # its GEMM could not keep writes to one element apart (no partial sums in a region)
         acc += threads * t.tn * t.toc * rows * cols  # the pooling's window over the product
@@ -203,6 +203,11 @@ def _evaluate(t: Tiling, pr: Problem, needs: Needs, cfg: VTAConfig, gemm: bool, 
                                      "gemm" if gemm else "pool" if pool else "")
     return Tiling(t.tn, t.toc, t.th, t.tw, t.tic, t.order, t.resident, threads, total, insns,
                   cycles, {"inp": inp, "wgt": wgt, "acc": acc})
+
+
+def _last_tile(size: int, extent: int) -> int:
+    """The smaller of a tile size and the last tile's along an axis of ``extent``."""
+    return min(size, extent % size or size)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -8,6 +8,7 @@ packs them into the program, as the importer does).
 from __future__ import annotations
 
 import os
+from collections import Counter
 
 import numpy as np
 
@@ -139,10 +140,7 @@ def _fused_kernel(product: QLayer, add: QLayer, qnet: QuantisedNetwork, shapes: 
     monotone step commutes with clip). That saves the add's own shift, rounding and alignment passes on
     the ALU.
     """
-    common = os.path.commonprefix([product.name, add.name])
-    name = kernel_identifier(f"{product.name}_{add.name[common.rfind('_') + 1:]}")
-    while name in taken:
-        name += "_"
+    name = _fused_name(product, add, taken)
     other = next(t for t in add.layer.inputs if t != product.layer.output)
     at = add.layer.inputs.index(product.layer.output)
     lc, lr, k = add.left[at], add.left[1 - at], int(add.shift)
@@ -167,12 +165,9 @@ def _fused_kernel(product: QLayer, add: QLayer, qnet: QuantisedNetwork, shapes: 
         total += f" + {r}"
     else:  # the add's own sum (wrapping as it does), its rounding folded into c where it fits below 2^lc
         total = f"({c} + {r}" + (f" + {rest}" if rest else "") + f") >> {k}"
-    decls = [f"x: {_type('int8', shapes[product.layer.inputs[0]])}", f"r: {_type('int8', shapes[other])}"]
-    decls += [f"{suffix}: {kind}" for suffix, kind, _ in params]
-    text = (f"{_describe(product, qnet)}\n{_describe(add, qnet)}\n"
-            f"# fused: the add in the product's epilogue, its rounding in the product's bias where exact\n"
-            f"kernel {name}({', '.join(decls)}) -> y: {_type('int8', add.layer.shape)} {{\n"
-            f"{before}    y = {_clip(total, add)}\n}}\n")
+    text = _fused_text(name, product, add, qnet, [f"r: {_type('int8', shapes[other])}"], params,
+                       "the add in the product's epilogue, its rounding in the product's bias where exact",
+                       before, _clip(total, add), shapes)
     return name, text, params
 
 
@@ -183,18 +178,34 @@ def _pooled_kernel(product: QLayer, pool: QLayer, qnet: QuantisedNetwork, shapes
     elements, and the product is never stored. The same bits as the two layers: each of those steps is the
     same for a whole channel and never decreases, so it commutes with a window's max (and padding, the
     smallest int8 value, never wins a window, which always holds a pixel of the image), as long as no
-    accumulator plus the bias leaves int32 (_foldable). Its name (none of ``taken``), text and weights."""
-    common = os.path.commonprefix([product.name, pool.name])
-    name = kernel_identifier(f"{product.name}_{pool.name[common.rfind('_') + 1:]}")
+    accumulator plus the bias leaves int32 (_reach_fits). Its name (none of ``taken``), text and weights."""
+    name = _fused_name(product, pool, taken)
+    before, expr, params = _product(product, "x", pool=pool)
+    text = _fused_text(name, product, pool, qnet, [], params,
+                       "the max pooling folds the accumulator before the bias, shift and clip (the same bits)",
+                       before, expr, shapes)
+    return name, text, params
+
+
+def _fused_name(product: QLayer, consumer: QLayer, taken: set[str]) -> str:
+    """A joined kernel's name: the product's, then the consumer's past the prefix they share
+    (layer1_0_conv2 and layer1_0_add: layer1_0_conv2_add), none of ``taken``."""
+    common = os.path.commonprefix([product.name, consumer.name])
+    name = kernel_identifier(f"{product.name}_{consumer.name[common.rfind('_') + 1:]}")
     while name in taken:
         name += "_"
-    before, expr, params = _product(product, "x", pool=pool)
-    decls = [f"x: {_type('int8', shapes[product.layer.inputs[0]])}"] + [f"{k}: {kind}" for k, kind, _ in params]
-    text = (f"{_describe(product, qnet)}\n{_describe(pool, qnet)}\n"
-            f"# fused: the max pooling folds the accumulator before the bias, shift and clip (the same bits)\n"
-            f"kernel {name}({', '.join(decls)}) -> y: {_type('int8', pool.layer.shape)} {{\n"
+    return name
+
+
+def _fused_text(name: str, product: QLayer, consumer: QLayer, qnet: QuantisedNetwork, more: list[str],
+                params: list[tuple[str, str, np.ndarray]], how: str, before: str, expr: str, shapes: dict) -> str:
+    """A joined kernel's text: both layers described, how they join, then the kernel reading the product's
+    input ``x``, the declarations ``more`` and the weight parameters."""
+    decls = [f"x: {_type('int8', shapes[product.layer.inputs[0]])}", *more]
+    decls += [f"{suffix}: {kind}" for suffix, kind, _ in params]
+    return (f"{_describe(product, qnet)}\n{_describe(consumer, qnet)}\n# fused: {how}\n"
+            f"kernel {name}({', '.join(decls)}) -> y: {_type('int8', consumer.layer.shape)} {{\n"
             f"{before}    y = {expr}\n}}\n")
-    return name, text, params
 
 
 def pool_fusions(layers: list[QLayer], outs: list[str]) -> dict[str, QLayer]:
@@ -202,10 +213,7 @@ def pool_fusions(layers: list[QLayer], outs: list[str]) -> dict[str, QLayer]:
     pooling reads, that the part does not write for later, an image of at least 2 x 2 whose windows read at
     least 3 of its pixels (a tile of them all can keep a GEMM's writes to one element apart), a leaky slope
     below 1 if any (so it never decreases), and no accumulator plus bias that can leave int32."""
-    readers: dict[str, int] = {}
-    for q in layers:
-        for t in q.layer.inputs:
-            readers[t] = readers.get(t, 0) + 1
+    readers = _readers(layers)
     producer = {q.layer.output: q for q in layers}
     fused: dict[str, QLayer] = {}
     for q in layers:
@@ -219,6 +227,11 @@ def pool_fusions(layers: list[QLayer], outs: list[str]) -> dict[str, QLayer]:
         if read[0] * read[1] >= MIN_ACC_DISTANCE and _reach_fits(conv, conv.bias.astype(np.int64)):
             fused[q.name] = conv  # (a tile must compute at least MIN_ACC_DISTANCE product pixels)
     return fused
+
+
+def _readers(layers: list[QLayer]) -> Counter:
+    """How many of the layers read each tensor."""
+    return Counter(t for q in layers for t in q.layer.inputs)
 
 
 ACC_LIMIT = 1 << 31
@@ -243,10 +256,7 @@ def residual_fusions(layers: list[QLayer], outs: list[str]) -> dict[str, QLayer]
     add's two inputs (different tensors) that a layer with weights computes, nothing else reads and the part
     does not write for later, one at the finer scale whose other passes the add's shift whole (the cheapest
     epilogue, see _fused_kernel), else the one computed last."""
-    readers: dict[str, int] = {}
-    for q in layers:
-        for t in q.layer.inputs:
-            readers[t] = readers.get(t, 0) + 1
+    readers = _readers(layers)
     producer = {q.layer.output: (k, q) for k, q in enumerate(layers)}
     fused: dict[str, QLayer] = {}
     for q in layers:
