@@ -11,7 +11,8 @@ would run it:
 - ``chisel-2019``: a GEMM execution does not see the write of the one just
   before it;
 - ``chisel-2021``: an ALU execution does not see the write of the one just
-  before it, and an ALU with an immediate computes ``op(acc[src], imm)``.
+  before it, an ALU with an immediate computes ``op(acc[src], imm)``, and a
+  LOAD with ``y_size`` 0 and ``x_size`` > 0 never completes (``DesignHang``).
 
 The 2019 core's zero-extended immediates are left out: portable code need not
 avoid negative immediates (section 7), so compiled code would differ there on
@@ -41,6 +42,10 @@ LAG = {  # (GEMM, ALU): how many executions just before one whose writes its rea
 }
 
 
+class DesignHang(Exception):
+    """The design stops at an instruction it never completes."""
+
+
 @dataclass
 class DesignReference(Reference):
     """The reference machine with one design's differences."""
@@ -49,6 +54,9 @@ class DesignReference(Reference):
     out: dict = field(default_factory=dict)  # the output buffer STORE reads
 
     def load(self, f: dict) -> None:
+        if self.design == "chisel-2021" and f["y_size"] == 0 and f["x_size"] > 0:
+            raise DesignHang(f"a LOAD of memory type {f['memory_type']} with y_size 0 and x_size {f['x_size']} "
+                             "never completes on chisel-2021")
         if self.design == "hls" and f["memory_type"] in (MEM_WGT, MEM_UOP):
             f = {**f, "x_pad_0": 0, "x_pad_1": 0, "y_pad_0": 0, "y_pad_1": 0}
         super().load(f)

@@ -17,6 +17,7 @@ from vtacc.backend.codegen import Generated, generate, identity_bytes
 from vtacc.forked import forked_map
 from vtacc.frontend import checked as ck
 from vtacc.schedule.cost import CostModel
+from vtacc.schedule.dma import zero_rows
 from vtacc.schedule.epilogue import Needs, analyse, constant_name
 from vtacc.schedule.layouts import ACT, BIAS, WGT, DramTensor, dram_tensor
 from vtacc.schedule.operators import GemmProducer, Operator, PoolProducer, TensorTable, build_operator
@@ -265,6 +266,9 @@ def _compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_n
                                           any(p.needs.neg_identity for p in planned))
     if params:
         tensors = [_embed(t, params[t.name], constants) if t.name in params else t for t in tensors]
+    zeros, zero_data = zero_rows(_loads(groups), cfg)
+    tensors += zeros
+    constants.update(zero_data)
     outputs = [o.name for o in entry.outputs]
     scheduled = time.perf_counter()
     generated = generate(groups, tensors, constants, outputs, cfg, Path(source_name).name)
@@ -355,7 +359,8 @@ def sampled_cycles(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig, tensor
     # the tensors it moves (the program's others would only be zeroed DRAM: every segment starts on a page, so
     # leaving them out moves no transfer across a burst boundary)
     used = {step.tensor for group in groups for step in group.steps if isinstance(step, (Load, Store))}
-    generated = generate(groups, [x for x in tensors if x.name in used], {}, [], cfg, source_name)
+    zeros = zero_rows(_loads(groups), cfg)[0]
+    generated = generate(groups, [x for x in tensors if x.name in used] + zeros, {}, [], cfg, source_name)
     timing = time_program(generated.program, profile, record=False)
     if limit is None:
         return timing.report.cycles
@@ -365,6 +370,11 @@ def sampled_cycles(op: Operator, t: Tiling, needs: Needs, cfg: VTAConfig, tensor
                  if e.group is not None and e.group < halfway)
     done = timing.report.cycles
     return done + round((tiles - 2 * k) * (done - done_k) / k)
+
+
+def _loads(groups: list[Group]):
+    """Every load step of the groups, in order."""
+    return (st for group in groups for st in group.steps if isinstance(st, Load))
 
 
 def _operand_kinds(op) -> tuple:

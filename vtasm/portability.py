@@ -48,6 +48,8 @@ RULES = {r.name: r for r in (
     Rule("shift-negative-tensor", (CHISEL_2019, CHISEL_2021), "negative shift amounts from a tensor are not "
          "handled (only negative immediates are)"),
     Rule("pad-ignored", (HLS,), "WGT and UOP loads ignore their padding fields"),
+    Rule("load-no-rows", (CHISEL_2021,), "a LOAD with y_size 0 and x_size > 0 never completes: the whole design "
+         "hangs there"),
     Rule("acc8", DESIGNS, "ACC_8BIT loads exist only in the behavioral simulator and the Intel OpenCL design"),
     Rule("queue-depth", DESIGNS, "token queues are bounded (8-bit counters in the Chisel designs, 1024 entries "
          "in the Pynq block design)"),

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 
-from .dma import MAX_FIELD, box_dmas, padded_plane_dma
+from .dma import MAX_FIELD, box_dmas, padded_plane_loads
 from .kernels import Dim, Spare, build_kernel, contiguous
 from .operators import GemmProducer
 from .problem import Problem, skips_rows, window_cols, window_rows
@@ -34,33 +34,35 @@ def weight_dma(gemm: GemmProducer, pr: Problem, g: int, c0: int, nc: int, ic0: i
 def chunk_window(pr: Problem, nn: int, nic: int, nh: int, nw: int) -> tuple[Dma, ...]:
     """The DMAs of one chunk's input window as a tiling of ``pr`` cuts it (from the origin, at SRAM 0): what
     the tiler counts and the cost model times, once per size."""
-    return tuple(window_dmas((pr.n_t, pr.groups * pr.ic_t, pr.ih, pr.iw), pr, 0, nn, 0, nic, 0, nh, 0, nw, 0))
+    dims = (pr.n_t, pr.groups * pr.ic_t, pr.ih, pr.iw)
+    return tuple(ld.dma for ld in window_loads("", dims, pr, 0, nn, 0, nic, 0, nh, 0, nw, 0))
 
 
-def window_dmas(dims: tuple[int, int, int, int], pr: Problem, n0: int, nn: int, c0: int, nic: int, h0: int,
-                nh: int, w0: int, nw: int, sram: int) -> list[Dma]:
-    """DMAs filling the input window of ``nh`` x ``nw`` output pixels from ``(h0, w0)``, ``nic`` channel blocks
-    from ``c0``, packed [n][c][row][col] at ``sram`` (``dims``: the packed input's [NT, CT, H, W])."""
+def window_loads(tensor: str, dims: tuple[int, int, int, int], pr: Problem, n0: int, nn: int, c0: int, nic: int,
+                 h0: int, nh: int, w0: int, nw: int, sram: int) -> list[Load]:
+    """Loads filling the input window of ``nh`` x ``nw`` output pixels from ``(h0, w0)``, ``nic`` channel
+    blocks from ``c0``, packed [n][c][row][col] at ``sram`` (``dims``: the packed input's [NT, CT, H, W])."""
     s = pr.stride
     rows, cols = window_rows(pr, nh), window_cols(pr, nw)
     row0, col0 = h0 * s - pr.pad, w0 * s - pr.pad
     plane = rows * cols
     if skips_rows(pr):  # rows s apart; whole-height windows run on from one plane into the next
         merged = rows * s == dims[2] and nic * rows <= MAX_FIELD
-        dmas = []
+        loads = []
         for n in range(nn):
             for c in range(1 if merged else nic):
                 elem = (((n0 + n) * dims[1] + c0 + c) * dims[2] + row0) * dims[3] + col0
-                dmas.append(Dma(elem, nic * rows if merged else rows, cols, s * dims[3],
-                                sram + (n * nic + c) * plane))
-        return dmas
+                loads.append(Load(INP, tensor, Dma(elem, nic * rows if merged else rows, cols, s * dims[3],
+                                                   sram + (n * nic + c) * plane)))
+        return loads
     if row0 >= 0 and col0 >= 0 and row0 + rows <= dims[2] and col0 + cols <= dims[3]:
-        return box_dmas(dims, (n0, c0, row0, col0), (nn, nic, rows, cols), sram)
-    dmas = []
+        return [Load(INP, tensor, d) for d in box_dmas(dims, (n0, c0, row0, col0), (nn, nic, rows, cols), sram)]
+    loads = []
     for n in range(nn):
         for c in range(nic):
-            dmas += padded_plane_dma(dims, n0 + n, c0 + c, row0, rows, col0, cols, sram + (n * nic + c) * plane)
-    return dmas
+            loads += padded_plane_loads(INP, tensor, dims, n0 + n, c0 + c, row0, rows, col0, cols,
+                                        sram + (n * nic + c) * plane)
+    return loads
 
 
 def input_loads(gemm: GemmProducer, pr: Problem, tile, ic0: int, nic: int, sram: int) -> list[Load]:
@@ -68,8 +70,7 @@ def input_loads(gemm: GemmProducer, pr: Problem, tile, ic0: int, nic: int, sram:
     x = gemm.x
     dims = (x.n_tiles, x.c_tiles, x.dims[2], x.dims[3])
     c_base = tile.group * pr.ic_t + ic0  # input channels of the tile's group
-    return [Load(INP, x.name, d) for d in window_dmas(dims, pr, tile.n0, tile.nn, c_base, nic, tile.h0, tile.nh,
-                                                      tile.w0, tile.nw, sram)]
+    return window_loads(x.name, dims, pr, tile.n0, tile.nn, c_base, nic, tile.h0, tile.nh, tile.w0, tile.nw, sram)
 
 
 def _dims(pr: Problem, tile, nic: int, w_per_oc: int, out: tuple[int, int] | None = None) -> list[Dim]:

@@ -54,16 +54,18 @@ class CostModel:
         self._epilogues: dict[tuple, tuple[int, int]] = {}
         self._inputs: dict[tuple, int] = {}
 
-    def dma(self, mem: int, rows: int, cols: int) -> int:
-        """Cycles of a LOAD (or, for ``OUT``, a STORE) of ``rows`` rows of ``cols`` elements (each instruction
-        also pays the module's gap before the next, as GEMM and ALU instructions do)."""
+    def dma(self, mem: int, rows: int, cols: int, pads: tuple[int, int, int, int] = (0, 0, 0, 0)) -> int:
+        """Cycles of a LOAD (or, for ``OUT``, a STORE) of ``rows`` rows of ``cols`` elements with ``pads``
+        (y_pad_0, y_pad_1, x_pad_0, x_pad_1) around them (each instruction also pays the module's gap before
+        the next, as GEMM and ALU instructions do)."""
         if rows <= 0 or cols <= 0:
             return 0
-        key = (mem, rows, cols)
+        key = (mem, rows, cols, pads)
         if key not in self._dma:
             kind = "store" if mem == OUT else "load"
+            y0, y1, x0, x1 = pads
             insn = make_instruction(kind, memory_type=mem, sram_base=0, dram_base=0, y_size=rows, x_size=cols,
-                                    x_stride=cols)
+                                    x_stride=cols, y_pad_0=y0, y_pad_1=y1, x_pad_0=x0, x_pad_1=x1)
             self._dma[key] = instruction_cycles(insn, self.cfg, self.profile) + self.profile.insn_gap
         return self._dma[key]
 
@@ -160,7 +162,7 @@ class CostModel:
         key = (sh, tn, nic, th, tw)
         found = self._inputs.get(key)
         if found is None:
-            found = self._inputs[key] = sum(self.dma(INP, d.y, d.x) for d in chunk_window(sh, tn, nic, th, tw))
+            found = self._inputs[key] = sum(self.dma(INP, d.y, d.x, d.pads) for d in chunk_window(sh, tn, nic, th, tw))
         return found
 
 

@@ -11,9 +11,22 @@ transfers.
 
 from __future__ import annotations
 
-from .steps import Dma
+from collections.abc import Iterable
 
-MAX_FIELD = (1 << 16) - 1
+import numpy as np
+
+from vtasm import isa
+from vtasm.config import VTAConfig
+
+from .layouts import ACC as ACC_KIND
+from .layouts import ACT, DramTensor, dram_tensor
+from .steps import ACC, INP, Dma, Load
+
+_WIDTHS = {f.name: f.width for f in isa.MEM_FIELDS}  # fixed widths: no configuration changes them
+MAX_FIELD = (1 << _WIDTHS["y_size"](None)) - 1
+MAX_PAD = (1 << _WIDTHS["y_pad_0"](None)) - 1  # the most rows or columns one padding field adds
+ZERO_ROW = {INP: "__zero_row", ACC: "__zero_row_acc"}  # the all-zero rows padding-only windows read
+ZERO_NAMES = frozenset(ZERO_ROW.values())
 
 
 def box_dmas(dims: tuple[int, int, int, int], start: tuple[int, int, int, int],
@@ -62,14 +75,19 @@ def box_dmas(dims: tuple[int, int, int, int], start: tuple[int, int, int, int],
     return dmas
 
 
-def padded_plane_dma(dims: tuple[int, int, int, int], n: int, c: int, row0: int, rows: int, col0: int,
-                     cols: int, sram: int) -> list[Dma]:
-    """DMAs filling one channel plane's window [row0, row0+rows) x [col0, col0+cols), zero outside the image.
+def padded_plane_loads(buffer: str, tensor: str, dims: tuple[int, int, int, int], n: int, c: int, row0: int,
+                       rows: int, col0: int, cols: int, sram: int) -> list[Load]:
+    """Loads filling one channel plane's window [row0, row0+rows) x [col0, col0+cols) of ``tensor`` into
+    ``buffer`` (INP or ACC), zero outside the image.
 
     Usually one DMA whose padding fields supply the zeros. A window that lies
-    wholly in the padding reads nothing: its zeros come from loads with
-    ``y_size = 0`` whose row padding covers it (a load with ``x_size = 0`` would
-    be a no-op), at most 15 + 15 rows each.
+    wholly in the padding reads one row of the compiler's all-zero tensor
+    (``ZERO_ROW[buffer]``) with one padding row fewer, up to 15 + 1 + 15 rows a
+    load, and of that row only what the column padding cannot supply (one
+    element for windows up to 31 columns wide: padding costs the HLS design
+    half what reading does). A load of no rows would be shorter, but the 2021
+    Chisel design never completes a LOAD with ``y_size`` 0 (isa.md section 7),
+    and one with ``x_size`` 0 is a no-op.
     """
     _, _, h, w = dims
     r_lo, r_hi = max(row0, 0), min(row0 + rows, h)
@@ -77,10 +95,29 @@ def padded_plane_dma(dims: tuple[int, int, int, int], n: int, c: int, row0: int,
     if r_hi > r_lo and c_hi > c_lo:
         pads = (r_lo - row0, row0 + rows - r_hi, c_lo - col0, col0 + cols - c_hi)
         elem = ((n * dims[1] + c) * h + r_lo) * w + c_lo
-        return [Dma(elem, r_hi - r_lo, c_hi - c_lo, w, sram, pads)]
-    dmas = []
-    for start in range(0, rows, 30):
-        part = min(30, rows - start)
-        top = min(part, 15)
-        dmas.append(Dma(0, 0, cols, cols, sram + start * cols, (top, part - top, 0, 0)))
-    return dmas
+        return [Load(buffer, tensor, Dma(elem, r_hi - r_lo, c_hi - c_lo, w, sram, pads))]
+    x = max(1, cols - 2 * MAX_PAD)  # the row's own elements; padding supplies the rest, as it does the rows
+    left = min(cols - x, MAX_PAD)
+    loads = []
+    for start in range(0, rows, 2 * MAX_PAD + 1):
+        part = min(2 * MAX_PAD + 1, rows - start)
+        top = min(part - 1, MAX_PAD)
+        loads.append(Load(buffer, ZERO_ROW[buffer], Dma(0, 1, x, x, sram + start * cols,
+                                                        (top, part - 1 - top, left, cols - x - left))))
+    return loads
+
+
+def zero_rows(loads: Iterable[Load], cfg: VTAConfig) -> tuple[list[DramTensor], dict[str, bytes]]:
+    """The all-zero tensors that ``loads`` read (as wide as the widest such load) and their bytes."""
+    widths: dict[str, int] = {}
+    for ld in loads:
+        if ld.tensor in ZERO_NAMES:
+            widths[ld.buffer] = max(widths.get(ld.buffer, 0), ld.dma.x)
+    tensors, data = [], {}
+    for buffer, width in sorted(widths.items()):
+        kind, dtype = (ACT, "int8") if buffer == INP else (ACC_KIND, "int32")
+        shape = (cfg.batch, cfg.block_in, 1, width)
+        tensor = dram_tensor(ZERO_ROW[buffer], dtype, shape, kind, cfg, constant=True)
+        tensors.append(tensor)
+        data[tensor.name] = tensor.tensor_info().pack(np.zeros(shape, dtype=dtype))
+    return tensors, data

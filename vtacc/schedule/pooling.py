@@ -25,11 +25,11 @@ from __future__ import annotations
 
 from vtasm.config import VTAConfig
 
-from .dma import padded_plane_dma
+from .dma import padded_plane_loads
 from .kernels import contiguous
 from .layouts import ACT
 from .problem import pooled_window
-from .steps import ACC, INP, Alu, Gemm, Kernel, Load, Step
+from .steps import ACC, INP, Alu, Gemm, Kernel, Step
 
 
 def _valid(pad_before: int, extent_in: int, pad_after: int, count: int, stride: int, k: int) -> list[int]:
@@ -64,8 +64,8 @@ def pool_steps(pool, pr, tile, slots, cfg: VTAConfig) -> list[Step]:
     for n in range(tile.nn):
         for c in range(tile.nc):
             at = (inp if int8 else region) + (n * tile.nc + c) * plane_in
-            for dma in padded_plane_dma(dims, tile.n0 + n, tile.c0 + c, row0, rows, col0, cols, at):
-                steps.append(Load(INP if int8 else ACC, x.name, dma))
+            steps += padded_plane_loads(INP if int8 else ACC, x.name, dims, tile.n0 + n, tile.c0 + c, row0, rows,
+                                        col0, cols, at)
     if int8:
         steps.append(Gemm(contiguous(planes * plane_in, region), reset=True))
         steps.append(Gemm(contiguous(planes * plane_in, region, inp, slots.identity, src_step=1)))
