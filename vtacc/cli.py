@@ -31,16 +31,18 @@ EMITS = ("asm", "checked", "schedule", "ir", "dump", "vk")
               help="Values of some entry-kernel inputs (the weights an ONNX import wrote beside its .vk), packed "
                    "into the program.")
 @click.option("-o", "--output", type=FILE,
-              help="Write assembly (.vasm) or, for a .vbin name, the assembled program (default: assembly on stdout).")
+              help="Write assembly (.vasm) or, for a .vbin name, the assembled program (default: assembly on "
+                   "stdout, unless a report (--explain, --roofline) is all that was asked for).")
 @click.option("--kernel", "kernel_name",
               help="Kernel to compile (default: 'main' if present, else the last one); only it and the kernels "
                    "it calls are checked.")
-@click.option("--emit", type=click.Choice(EMITS), default="asm", show_default=True,
-              help="Stage to print: the checked program, the tiled schedule, both ('ir'), the assembly, "
-                   "the runtime's instruction dump, or (ONNX models) the network as kernel language, its "
-                   "weights written beside it as .npz.")
+@click.option("--emit", type=click.Choice(EMITS), default=None,
+              help="Stage to print (default asm): the checked program, the tiled schedule, both ('ir'), the "
+                   "assembly, the runtime's instruction dump, or (ONNX models) the network as kernel language, "
+                   "its weights written beside it as .npz.")
 @click.option("--explain", is_flag=True,
-              help="Report the tiling, buffer occupancy, counts, DRAM traffic, predicted cycles and bounds.")
+              help="Report the tiling, buffer occupancy, counts, DRAM traffic, predicted cycles and bounds, on "
+                   "stdout; without -o or --emit, nothing else is written.")
 @click.option("--timing", "timing", default=None, metavar="PROFILE",
               help=f"Hardware profile the tiles are chosen for ({', '.join(BUILTIN)} or a .toml file; "
                    f"default {DEFAULT}).")
@@ -58,11 +60,14 @@ EMITS = ("asm", "checked", "schedule", "ir", "dump", "vk")
 @click.version_option(package_name="vta-toolchain")
 def compile_command(source: str, calibrate: str | None, calibration_method: str, input_shapes: tuple[str, ...],
          params: str | None, output: str | None, kernel_name: str | None,
-         emit: str, explain: bool, timing: str | None, mem_latency: int | None, timing_sets: tuple[str, ...],
+         emit: str | None, explain: bool, timing: str | None, mem_latency: int | None, timing_sets: tuple[str, ...],
          roofline: str | None, roofline_threads: bool, config_path: str | None) -> None:
     """Compile SOURCE (a .vk kernel file or an .onnx model) for VTA.
 
     `vtacc explore SPEC.toml -o DIR` sweeps VTA variants instead (see `vtacc explore --help`).
+
+    Reports (--explain) go to stdout; the program or the stage --emit names
+    goes to -o, or to stdout when no report alone was asked for.
 
     Exit codes: 0 success, 1 bad input (error at file:line:col, or the model's
     node), 2 usage error, 70 internal error.
@@ -88,6 +93,10 @@ def compile_command(source: str, calibrate: str | None, calibration_method: str,
     if roofline_threads and roofline is None:
         raise UsageError("--roofline-threads draws on the --roofline picture; give --roofline FILE.png too")
     profile = resolve_profile(timing, mem_latency, timing_sets)
+    # a report alone (--explain, --roofline) writes no program: the program goes where -o says, or to stdout
+    # when it (or a stage, --emit) is what was asked for
+    show = output is not None or emit is not None or not (explain or roofline is not None)
+    emit = emit or "asm"
     wants_binary = bool(output) and Path(output).suffix.lower() == ".vbin"
     if wants_binary and emit != "asm":
         raise UsageError(f"-o {output}: a .vbin holds the program; --emit {emit} prints text, "
@@ -96,7 +105,7 @@ def compile_command(source: str, calibrate: str | None, calibration_method: str,
         if kernel_name is not None or params is not None:
             raise UsageError("--kernel and --params are for .vk files; an ONNX model compiles as a whole")
         _compile_onnx(source, calibrate, parse_input_shapes(input_shapes), emit, output, explain, profile,
-                      config_path, roofline, roofline_threads, calibration_method)
+                      config_path, roofline, roofline_threads, calibration_method, show)
         return
     if emit == "vk":
         raise UsageError(f"--emit vk writes an ONNX model as kernel language; {source} is not an .onnx model")
@@ -106,26 +115,31 @@ def compile_command(source: str, calibrate: str | None, calibration_method: str,
         raise UsageError("--input-shape fixes an ONNX model's input shapes; a .vk file declares its own")
     checked = load_kernels(source, kernel_name)
     values = _read_params(params) if params is not None else None
-    if emit == "checked" and not explain:
+    if emit == "checked" and not explain and roofline is None:
         _write(output, _checked_text(checked, kernel_name))
         return
     from .program_builder import compile_file
 
     cfg = resolve_config(config_path)
     compiled = compile_file(checked, cfg, kernel_name, profile, params=values)
-    _finish(checked, compiled, cfg, kernel_name, profile, source, emit, output, explain, roofline, roofline_threads)
+    _finish(checked, compiled, cfg, kernel_name, profile, source, emit, output, explain, roofline, roofline_threads,
+            show)
 
 
 def _finish(checked, compiled, cfg, kernel_name, profile, source: str, emit: str, output: str | None,
-            explain: bool, roofline: str | None, roofline_threads: bool) -> None:
-    """The outputs of one compiled program: the picture, the explanation and the stage asked for."""
+            explain: bool, roofline: str | None, roofline_threads: bool, show: bool = True) -> None:
+    """The outputs of one compiled program: the picture, the explanation (stdout) and, when ``show``, the
+    stage asked for (to ``output``, else after the explanation on stdout)."""
     wants_binary = bool(output) and Path(output).suffix.lower() == ".vbin"
     if roofline is not None:
         _draw_roofline(checked, cfg, kernel_name, profile, compiled, roofline, roofline_threads, source)
-    if explain:  # beside the main output: on stdout when that goes to a file, else on stderr
+        click.echo(f"wrote {roofline}", err=True)
+    if explain:
         from .explain import explain as explain_text
 
-        click.echo(explain_text(compiled), nl=False, err=output is None)
+        click.echo(explain_text(compiled), nl=False)
+    if not show:
+        return
     if emit == "checked":
         _write(output, _checked_text(checked, kernel_name))
     elif emit in ("schedule", "ir"):
@@ -151,7 +165,7 @@ def _finish(checked, compiled, cfg, kernel_name, profile, source: str, emit: str
 
 def _compile_onnx(source: str, calibrate: str | None, input_shapes: dict[str, tuple[int, ...]], emit: str,
                   output: str | None, explain: bool, profile, config_path: str | None, roofline: str | None,
-                  roofline_threads: bool, method: str = "mse") -> None:
+                  roofline_threads: bool, method: str = "mse", show: bool = True) -> None:
     """Import an ONNX model; write it as kernel language (--emit vk), as a network file (-o NAME.vbin: the
     VTA launches, the host steps and the scales of the model's inputs and outputs), or show one stage of
     its program when VTA computes it whole."""
@@ -165,7 +179,7 @@ def _compile_onnx(source: str, calibrate: str | None, input_shapes: dict[str, tu
 
     def one_program_only(network) -> None:
         """Stages that show one VTA program are refused, before calibration, for a network with host steps."""
-        if network.on_host and (emit != "asm" or not wants_binary or roofline is not None):
+        if network.on_host and (emit != "asm" or (show and not wants_binary) or roofline is not None):
             asked = f"--emit {emit}" if emit != "asm" else "--roofline" if roofline is not None else "assembly"
             raise UsageError(f"{Path(source).name} runs as VTA launches with host steps between them; {asked} "
                              "shows one VTA program: write the whole network with -o NAME.vbin (and see it with "
@@ -181,19 +195,20 @@ def _compile_onnx(source: str, calibrate: str | None, input_shapes: dict[str, tu
     where = (f"written by vtacc {Path(source).name} --emit vk -o {vk_name}, with the same calibration"
              if imported.whole_on_vta else "each VTA launch's own; --emit vk writes it for a model VTA computes whole")
     note = f"# the places [{vk_name}:LINE] are lines of the kernel language the model imports as ({where})\n"
-    if wants_binary:
+    if wants_binary or (explain and not show and not imported.whole_on_vta):
         from vtasm.formats.network import save_network
 
         if explain:
             click.echo(note, nl=False)
             _explain_network(model)
-        save_network(model.network, output)
+        if wants_binary:
+            save_network(model.network, output)
         return
     if explain:
-        click.echo(note, nl=False, err=output is None)  # where _finish writes the explanation
+        click.echo(note, nl=False)
     checked = check_source(imported.source, vk_name)
     _finish(checked, model.compiled, cfg, "main", profile, source, emit, output, explain, roofline,
-            roofline_threads)
+            roofline_threads, show)
 
 
 def _explain_network(model) -> None:

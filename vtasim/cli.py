@@ -39,11 +39,13 @@ def main() -> None:
 @click.option("--input", "inputs", multiple=True, metavar="NAME=FILE.npy",
               help="Tensor input (logical layout); every input tensor the program reads must be given.")
 @click.option("--zero-inputs", is_flag=True, help="Run input tensors that no --input gives on zeros.")
-@click.option("--output", "outputs", multiple=True, metavar="NAME=FILE.npy", help="Tensor output (logical layout).")
+@click.option("--output", "outputs", multiple=True, metavar="NAME=FILE.npy", help="A tensor to write (logical "
+              "layout); for a network file, a model output by name (float32 at its scale, or int8 with --int8).")
 @click.option("--dump-dram", "dram_dumps", multiple=True, metavar="ADDR:NBYTES:FILE", help="Write a DRAM range.")
-@click.option("--out-dir", type=click.Path(file_okay=False), help="Where the program's result ranges go "
-              "(default: next to the program, named after it: k.vbin -> k.out/; not written when --output "
-              "takes the results and no --out-dir asks for them).")
+@click.option("--out-dir", type=click.Path(file_okay=False), help="Where the results go: a program's own "
+              "result ranges, or every output of a network file as NAME.npy (default: next to the file, named "
+              "after it: k.vbin -> k.out/; not written when --output takes the results and no --out-dir asks "
+              "for them).")
 @click.option("--max-ops", type=click.IntRange(min=1), default=DEFAULT_MAX_OPS, show_default=True,
               help="Budget of instructions plus micro-op executions.")
 @click.option("--profile", is_flag=True, help="Print the profiler counters as JSON.")
@@ -67,7 +69,13 @@ def run(program: str | None, config_path: str | None, inputs: tuple[str, ...], z
         trace_format: str | None, trace_file: str | None, trace_uops: bool, trace_source: bool, check_races: bool,
         lint: bool, int8_outputs: bool, timing: str | None, timing_only: bool, mem_latency: int | None,
         timing_sets: tuple[str, ...], timeline: str | None) -> None:
-    """Run PROGRAM (a .vbin file or a raw directory) to its FINISH.
+    """Run PROGRAM (a .vbin file or a raw directory) to its FINISH, or a network file (vtacc MODEL.onnx -o
+    NET.vbin) through its VTA launches and host steps.
+
+    A program's results are the tensors --output names and its own result
+    ranges, which go to --out-dir (default PROGRAM.out/); a network file's are
+    its model outputs, each to the file --output names or, without --output,
+    all of them to --out-dir (default NET.out/) as NAME.npy.
 
     With --timing the timing model also computes the cycles the program takes
     on a VTA core (docs/timing.md); --timing-only computes them without data.
@@ -81,11 +89,16 @@ def run(program: str | None, config_path: str | None, inputs: tuple[str, ...], z
     if network_file(program):
         from vtasim.network_cli import NetworkOptions
 
-        _refuse_for_network(dram_dumps, out_dir, trace_format, trace_source, timeline)
+        _refuse_for_network(dram_dumps, trace_format, trace_source, timeline)
+        if request.only and out_dir:
+            raise UsageError("--timing-only computes no data, so --out-dir cannot be used with it (use --timing "
+                             "to run both)")
         _check_names(inputs, outputs, (), program)
         _run_network(program, request, profile, NetworkOptions(
             inputs=[parse_assignment(t, "--input") for t in inputs],
-            outputs=[parse_assignment(t, "--output") for t in outputs], int8=int8_outputs, zero_inputs=zero_inputs,
+            outputs=[parse_assignment(t, "--output") for t in outputs],
+            out_dir=Path(out_dir) if out_dir else None if outputs or request.only else default_out_dir(program),
+            int8=int8_outputs, zero_inputs=zero_inputs,
             max_ops=max_ops, trace=trace or trace_uops or bool(trace_file), trace_uops=trace_uops, lint=lint,
             check_races=check_races, origin=program), trace_file)
         return
@@ -153,14 +166,15 @@ def run(program: str | None, config_path: str | None, inputs: tuple[str, ...], z
             sys.exit(EXIT_RACES)
 
 
-def _refuse_for_network(dram_dumps, out_dir, trace_format, trace_source, timeline) -> None:
-    asked = [name for name, given in (("--dump-dram", dram_dumps), ("--out-dir", out_dir),
+def _refuse_for_network(dram_dumps, trace_format, trace_source, timeline) -> None:
+    asked = [name for name, given in (("--dump-dram", dram_dumps),
                                       ("--trace-format", trace_format), ("--trace-source", trace_source),
                                       ("--timeline FILE.json", timeline and not timeline.lower().endswith(".png")))
              if given]
     if asked:
         raise UsageError(f"{', '.join(asked)}: not available for a network file (VTA launches with host steps); "
-                         "--trace, --timing, --timeline FILE.png, --profile, --lint and --check-races are")
+                         "--output, --out-dir, --trace, --timing, --timeline FILE.png, --profile, --lint and "
+                         "--check-races are")
 
 
 def _run_network(path: str, request, profile: bool, opts, trace_file: str | None) -> None:

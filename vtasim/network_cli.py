@@ -11,6 +11,7 @@ cycles next to each host step's time measured here.
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,11 +23,13 @@ from vtasim.core.faults import located
 from vtasim.core.pipeline import DEFAULT_MAX_OPS
 from vtasim.host.quant import dequantise, quantise
 from vtasim.host.step import unknown_ops
-from vtasim.outputs.io import PendingFile, check_writable, write_files
+from vtasim.outputs.io import PendingFile, check_out_dir, check_writable, write_files
 from vtasim.runs.launches import NetworkRun, run_network
 from vtasm.errors import FormatError, SimFault, UsageError
 from vtasm.fileio import npy_bytes, read_npy
 from vtasm.formats.network import HostStep, NetworkFile, VtaStep, kernel_identifier
+
+PLAIN_FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 
 
 @dataclass
@@ -35,6 +38,7 @@ class NetworkOptions:
 
     inputs: list[tuple[str, str]] = field(default_factory=list)
     outputs: list[tuple[str, str]] = field(default_factory=list)
+    out_dir: Path | None = None  # every model output goes here as NAME.npy (output_files)
     int8: bool = False
     zero_inputs: bool = False
     max_ops: int = DEFAULT_MAX_OPS
@@ -166,13 +170,43 @@ def run_network_file(net: NetworkFile, opts: NetworkOptions, out: TextIO | None 
     outputs = [(_lookup(net, name, net.outputs, "--output"), Path(path)) for name, path in opts.outputs]
     for _, path in outputs:
         check_writable(path, "the output")
+    if opts.out_dir is not None:
+        check_out_dir(opts.out_dir)
     observers = _Observers(net, opts, out)
     runs = run_batches(net, given, opts.max_ops, observers.attach, opts.origin)
     new_axis = any(getattr(v, "new_axis", False) for v in given.values())
-    write_files([PendingFile(path, npy_bytes(stacked(net, runs, name, opts.int8, new_axis)))
-                 for name, path in outputs])
+    arrays: dict[str, bytes] = {}
+
+    def array(name: str) -> bytes:
+        if name not in arrays:
+            arrays[name] = npy_bytes(stacked(net, runs, name, opts.int8, new_axis))
+        return arrays[name]
+
+    files = [PendingFile(path, array(name)) for name, path in outputs]
+    if opts.out_dir is not None:
+        files += [PendingFile(opts.out_dir / file, array(name), in_dir=True)
+                  for name, file in output_files(net.outputs).items()]
+    write_files(files)
     warnings, summary = observers.lint_report()
-    return NetworkReport(runs, warnings, observers.race_report(), [p for _, p in outputs], summary)
+    return NetworkReport(runs, warnings, observers.race_report(), [f.path for f in files], summary)
+
+
+def output_files(names: list[str]) -> dict[str, str]:
+    """The file each model output is written to in an output directory: NAME.npy where the name is a plain
+    file name, else its kernel-language spelling (a model's names can hold anything: separators, '..',
+    control characters); at most 100 characters before '.npy', and a suffix where two names would meet
+    (on a case-insensitive file system too)."""
+    files: dict[str, str] = {}
+    taken: set[str] = set()
+    for name in names:
+        stem = name if PLAIN_FILE_NAME.fullmatch(name) else kernel_identifier(name)[:100]
+        candidate, k = stem, 1
+        while candidate.lower() in taken:
+            k += 1
+            candidate = f"{stem}_{k}"
+        taken.add(candidate.lower())
+        files[name] = f"{candidate}.npy"
+    return files
 
 
 class _Observers:

@@ -130,3 +130,5 @@ def test_explain_says_where_its_source_lines_are(tmp_path):
     assert r.returncode == 0, r.stderr
     assert f"(written by vtacc {path.name} --emit vk -o {path.stem}.vk, with the same calibration)" in r.stdout
     assert f"[{path.stem}.vk:" in r.stdout
+    alone = tool("vtacc", path, "--calibrate", tmp_path / "cal.npy", "--explain", cwd=tmp_path)
+    assert alone.returncode == 0 and alone.stdout == r.stdout  # the report, without the assembly

@@ -117,6 +117,51 @@ def test_network_file_round_trip_and_damage(tmp_path):
         read_network(b"VTA\x00VBIN" + data[8:])
 
 
+def test_a_network_run_without_output_writes_every_output_to_a_directory(tmp_path):
+    path, cal = _model(tmp_path)
+    tool("vtacc", path, "--calibrate", tmp_path / "cal.npy", "-o", tmp_path / "net.vbin", cwd=tmp_path)
+    x = RNG.normal(0, 1, (1, 3, 8, 8)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    r = tool("vtasim", "run", "net.vbin", "--input", "x=x.npy", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert sorted(p.name for p in (tmp_path / "net.out").iterdir()) == ["logits.npy", "prob.npy"]
+    assert "net.out/logits.npy" in r.stderr and "net.out/prob.npy" in r.stderr
+    net = load_network(tmp_path / "net.vbin")
+    qnet = compile_model(path, default_config(), cal).imported.qnet
+    want = run_int8(qnet, qnet.quantise_input(x))
+    for name in ("logits", "prob"):
+        assert np.array_equal(np.load(tmp_path / "net.out" / f"{name}.npy"),
+                              dequantise(want[name], net.tensors[name].exp))
+    # --out-dir puts them elsewhere (created), with --int8 the values; --output alone writes no directory
+    r = tool("vtasim", "run", "net.vbin", "--input", "x=x.npy", "--out-dir", "res/int8", "--int8", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert np.array_equal(np.load(tmp_path / "res" / "int8" / "prob.npy"), want["prob"])
+    r = tool("vtasim", "run", "net.vbin", "--input", "x=x.npy", "--output", "prob=p.npy", "--out-dir", "both",
+             cwd=tmp_path)
+    assert r.returncode == 0 and (tmp_path / "p.npy").exists() and (tmp_path / "both" / "logits.npy").exists()
+    (tmp_path / "p.npy").unlink()
+    import shutil
+
+    shutil.rmtree(tmp_path / "net.out")
+    r = tool("vtasim", "run", "net.vbin", "--input", "x=x.npy", "--output", "prob=p.npy", cwd=tmp_path)
+    assert r.returncode == 0 and (tmp_path / "p.npy").exists() and not (tmp_path / "net.out").exists()
+    r = tool("vtasim", "run", "net.vbin", "--timing-only", "--out-dir", "t", cwd=tmp_path)
+    assert r.returncode == 2 and "--out-dir" in r.stderr and not (tmp_path / "t").exists()
+    r = tool("vtasim", "run", "--help", cwd=tmp_path)
+    assert "NET.out/" in " ".join(r.stdout.split()) and "as NAME.npy" in " ".join(r.stdout.split())
+
+
+def test_output_files_are_plain_names_whatever_the_model_calls_its_outputs():
+    from vtasim.network_cli import output_files
+
+    names = ["prob", "Prob", "../../etc/passwd", "a/b", ".hidden", "\x1b[31mred", "x" * 300, "", "prob_2", "out:0"]
+    files = output_files(names)
+    assert files["prob"] == "prob.npy" and files["out:0"] == "out_0.npy"
+    assert len({f.lower() for f in files.values()}) == len(names)  # distinct on a case-insensitive disk too
+    for f in files.values():
+        assert "/" not in f and "\\" not in f and not f.startswith(".") and len(f) <= 110 and f.isprintable()
+
+
 def test_output_name_that_is_not_the_networks(tmp_path):
     path, cal = _model(tmp_path)
     tool("vtacc", path, "--calibrate", tmp_path / "cal.npy", "-o", tmp_path / "net.vbin", cwd=tmp_path)
@@ -143,6 +188,11 @@ def test_the_other_tools_on_a_network_file(tmp_path):
     assert r.stdout.count("== step") == 6 and "host step 'host4': Sigmoid 'gate', Mul 'swish'" in r.stdout
     assert "are lines of the kernel language the model imports as (each VTA launch's own" in r.stdout
     assert "where it runs" in r.stdout and "% of the time)" in r.stdout
+    alone = tool("vtacc", path, "--calibrate", tmp_path / "cal.npy", "--explain", cwd=tmp_path)
+    assert alone.returncode == 0, alone.stderr  # the network's report alone: no program, nothing refused
+    assert alone.stdout.count("== step") == 6 and "where it runs" in alone.stdout  # host times vary: not equal
+    assert alone.stdout.split("where it runs")[0] == r.stdout.split("where it runs")[0]
+    assert "runs in 3 VTA launches" in alone.stderr and not list(tmp_path.glob("*.vasm"))
     macs = 16 * 8 * 8 * 27 + 16 * 8 * 8 * 144 + 10 * 16  # conv1, conv2 and fc, counted by hand
     assert f"VTA: 3 steps, {macs:,} MACs (100.0%)" in r.stdout
     r = tool("vtacc", path, "--calibrate", tmp_path / "cal.npy", "--emit", "vk", "-o", tmp_path / "n.vk",

@@ -61,6 +61,23 @@ def test_explain_reports_tiling_and_traffic(tmp_path):
 
 
 
+def test_a_report_alone_goes_to_stdout_and_writes_no_program(tmp_path):
+    """--explain (or --roofline) without -o prints the report and nothing else; with -o or --emit the program
+    or stage goes where asked, the report still on stdout."""
+    r = tool("vtacc", EXAMPLES / "blocked_matmul.vk", "--explain", cwd=tmp_path)
+    assert r.returncode == 0 and r.stderr == ""
+    assert "tiling:" in r.stdout and ".text" not in r.stdout and "load.wgt" not in r.stdout
+    r = tool("vtacc", EXAMPLES / "blocked_matmul.vk", "--explain", "-o", tmp_path / "b.vasm", cwd=tmp_path)
+    assert "tiling:" in r.stdout and ".text" in (tmp_path / "b.vasm").read_text()
+    r = tool("vtacc", EXAMPLES / "blocked_matmul.vk", "--explain", "--emit", "schedule", cwd=tmp_path)
+    assert r.stdout.index("tiling:") < r.stdout.index("gemm") and r.stderr == ""
+    r = tool("vtacc", EXAMPLES / "blocked_matmul.vk", "--roofline", tmp_path / "r.png", cwd=tmp_path)
+    assert r.returncode == 0 and r.stdout == "" and (tmp_path / "r.png").exists() and "r.png" in r.stderr
+    r = tool("vtacc", EXAMPLES / "blocked_matmul.vk", "--emit", "checked", "--roofline", tmp_path / "c.png",
+             cwd=tmp_path)
+    assert r.returncode == 0 and "matmul(" in r.stdout and (tmp_path / "c.png").exists()
+
+
 def test_explain_says_which_gemm_executions_only_move_data(tmp_path):
     """Pooling reaches the accumulator through GEMMs with +-identity weights: --explain counts them apart
     (their MACs compute nothing); a matrix product has none."""
