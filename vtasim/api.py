@@ -3,7 +3,8 @@
     from vtasim import api
     net = api.load("net.vbin")
     probs = api.run(net, {"data": images})["prob"]    # float32 in, float32 out; N images stacked run N times
-    print(api.timing(net))                             # VTA's cycles per launch, the host's time per step
+    t = api.timing(net, "hls", images)                 # VTA's cycles per launch, the host's time per step
+    print(t); t.vta_cycles, t.steps[0].cycles, t.rows()   # the table, or its numbers
 
 Inputs are given by the model's own names, in the model's shape or N of them
 stacked on the batch axis; float arrays are quantised at the input's scale
@@ -18,8 +19,9 @@ from pathlib import Path
 import numpy as np
 
 from vtasim.core.pipeline import DEFAULT_MAX_OPS
-from vtasim.network_cli import check_host_steps, int8_inputs, run_batches, stacked, timing_text
+from vtasim.network_cli import check_host_steps, int8_inputs, run_batches, stacked
 from vtasim.timing.names import DEFAULT
+from vtasim.timing.network_timing import NetworkTiming, time_network
 from vtasm.formats.network import NetworkFile, load_network
 
 
@@ -43,10 +45,21 @@ def run(net: NetworkFile | str | Path, inputs: dict[str, np.ndarray] | np.ndarra
     return {name: stacked(net, runs, name, int8, new_axis) for name in net.outputs}
 
 
-def timing(net: NetworkFile | str | Path, profile: str = DEFAULT) -> str:
-    """The timing model's cycles for each VTA launch (host steps are timed by running: see `vtasim run`)."""
+def timing(net: NetworkFile | str | Path, profile: str = DEFAULT,
+           inputs: dict[str, np.ndarray] | np.ndarray | None = None, max_ops: int = DEFAULT_MAX_OPS) -> NetworkTiming:
+    """Each step's time: the timing model's cycles for each VTA launch and, when ``inputs`` are given (as for
+    run), each host step's time measured running them (the median over stacked samples; else not run).
+
+    The result holds the numbers (``.steps``: step, kind, name, what, cycles, seconds; ``.vta_cycles``,
+    ``.vta_seconds``, ``.host_seconds``, ``.seconds``; ``.rows()`` for a table) and prints as the table
+    `vtasim run --timing` prints."""
     from vtasim.timing.profile import resolve_profile
 
     if not isinstance(net, NetworkFile):
         net = load(net)
-    return timing_text(net, resolve_profile(profile, None, ()), None)
+    runs = None
+    if inputs is not None:
+        if not isinstance(inputs, dict):
+            inputs = {net.inputs[0]: inputs}
+        runs = run_batches(net, int8_inputs(net, inputs, "the inputs", "input"), max_ops)
+    return time_network(net, resolve_profile(profile, None, ()), runs)

@@ -179,7 +179,8 @@ def _refuse_for_network(dram_dumps, trace_format, trace_source, timeline) -> Non
 
 def _run_network(path: str, request, profile: bool, opts, trace_file: str | None) -> None:
     """`vtasim run` of a network file: every launch and host step, the timing table, the outputs."""
-    from vtasim.network_cli import check_host_steps, run_network_file, timing_text
+    from vtasim.network_cli import check_host_steps, run_network_file
+    from vtasim.timing.network_timing import time_network
     from vtasm.formats.network import load_network
 
     net = load_network(path)
@@ -188,7 +189,7 @@ def _run_network(path: str, request, profile: bool, opts, trace_file: str | None
         if opts.outputs or opts.trace or opts.lint or opts.check_races:
             raise UsageError("--timing-only computes no data, so --output, --trace, --lint and --check-races "
                              "cannot be used with it (use --timing to run both)")
-        click.echo(timing_text(net, request.profile, None), nl=False)
+        click.echo(time_network(net, request.profile).text(), nl=False)
         return
     if trace_file:
         check_writable(Path(trace_file), "the trace")
@@ -201,14 +202,13 @@ def _run_network(path: str, request, profile: bool, opts, trace_file: str | None
             {"step": r.step.name, "kind": r.step.kind, "seconds": round(r.seconds, 6),
              **({"counters": r.result.profile()} if r.result is not None else {})}
             for r in report.runs[0].records]}, indent=1, separators=(",", ":")))
-    if request.profile is not None:
-        click.echo(timing_text(net, request.profile, report.runs), nl=False)
+    timed = time_network(net, request.profile, report.runs) if request.profile is not None else None
+    if timed is not None:
+        click.echo(timed.text(), nl=False)
     if request.timeline is not None:
-        from vtasim.network_cli import step_times
         from vtasim.timing.steps_chart import draw_steps
 
-        draw_steps(step_times(net, request.profile, report.runs), request.timeline,
-                   f"{Path(path).name} on {request.profile.name}")
+        draw_steps(timed, request.timeline, f"{Path(path).name} on {request.profile.name}")
     launches = sum(r.result is not None for r in report.runs[0].records)
     hosts = len(report.runs[0].records) - launches
     wrote = f"; wrote {', '.join(str(p) for p in report.written)}" if report.written else ""

@@ -27,7 +27,7 @@ from vtasim.outputs.io import PendingFile, check_out_dir, check_writable, write_
 from vtasim.runs.launches import NetworkRun, run_network
 from vtasm.errors import FormatError, SimFault, UsageError
 from vtasm.fileio import npy_bytes, read_npy
-from vtasm.formats.network import HostStep, NetworkFile, VtaStep, kernel_identifier
+from vtasm.formats.network import HostStep, NetworkFile, kernel_identifier
 
 PLAIN_FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 
@@ -255,41 +255,3 @@ class _Observers:
     def race_report(self) -> list[str]:
         return [f"{step.name}: {r.describe(step.program)}" for step, checker in self.checkers
                 for r in checker.report()]
-
-
-def step_times(net: NetworkFile, profile, runs: list[NetworkRun] | None) -> list:
-    """Each step's seconds: VTA launches from the timing model, host steps as measured (median over runs)."""
-    from vtasim.timing.run import time_program
-    from vtasim.timing.steps_chart import StepTime
-
-    times = []
-    for k, step in enumerate(net.steps):
-        if isinstance(step, VtaStep):
-            cycles = time_program(step.program, profile, record=False).report.cycles
-            times.append(StepTime("vta", step.name, f"{cycles:,} cycles", cycles / (profile.clock_mhz * 1e6)))
-        else:
-            measured = [r.records[k].seconds for r in runs] if runs else []
-            ops = ", ".join(n.op for n in step.nodes)
-            times.append(StepTime("host", step.name, ops, float(np.median(measured)) if measured else 0.0))
-    return times
-
-
-def timing_text(net: NetworkFile, profile, runs: list[NetworkRun] | None) -> str:
-    """Each step's time: VTA launches from the timing model, host steps as measured on this machine."""
-    times = step_times(net, profile, runs)
-    vta = sum(t.kind == "vta" for t in times)
-    host = len(times) - vta
-    lines = [f"timing ({profile.name}): {vta} VTA launch{'es' if vta != 1 else ''}, {host} host "
-             f"step{'s' if host != 1 else ''}"]
-    for k, t in enumerate(times):
-        if t.kind == "vta":
-            lines.append(f"  step {k + 1:<3} VTA  {t.name:<12} {t.what:>22} = {t.seconds * 1e3:10.3f} ms "
-                         f"at {profile.clock_mhz:g} MHz (timing model)")
-        else:
-            shown = f"{t.seconds * 1e3:10.3f} ms measured on this CPU" if runs else "not run (--timing-only)"
-            lines.append(f"  step {k + 1:<3} host {t.name:<12} {t.what[:40]:<40} {shown}")
-    vta_s = sum(t.seconds for t in times if t.kind == "vta")
-    host_s = sum(t.seconds for t in times if t.kind == "host")
-    lines.append(f"  total: VTA {vta_s * 1e3:.3f} ms (model) + host {host_s * 1e3:.3f} ms (measured) = "
-                 f"{(vta_s + host_s) * 1e3:.3f} ms per run")
-    return "\n".join(lines) + "\n"

@@ -101,6 +101,32 @@ def test_vtasim_runs_the_network_file_from_float_input(tmp_path):
     assert (tmp_path / "steps.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_the_api_timing_gives_numbers_that_print_as_the_table(tmp_path):
+    path, cal = _model(tmp_path)
+    net = compile_model(path, default_config(), cal).network
+    from vtasim.timing.profile import load_profile
+    from vtasim.timing.run import time_program
+
+    t = api.timing(net, "chisel-2019")
+    launches = [s for s in net.steps if s.kind == "vta"]
+    want = [time_program(s.program, load_profile("chisel-2019"), record=False).report.cycles for s in launches]
+    assert [s.cycles for s in t.steps if s.kind == "vta"] == want and t.vta_cycles == sum(want)
+    assert t.vta_seconds == pytest.approx(sum(want) / (t.clock_mhz * 1e6))
+    assert [(s.step, s.kind) for s in t.steps] == [(k + 1, s.kind) for k, s in enumerate(net.steps)]
+    assert all(s.seconds is None and s.cycles is None for s in t.steps if s.kind == "host")
+    assert t.host_seconds == 0 and t.seconds == t.vta_seconds
+    assert str(t).startswith("timing (chisel-2019): 3 VTA launches, 3 host steps") and "not run" in str(t)
+    assert t.rows()[1]["what"] == "LRN" and set(t.rows()[0]) == {"step", "kind", "name", "what", "cycles",
+                                                                 "seconds"}
+    x = RNG.normal(0, 1, (2, 3, 8, 8)).astype(np.float32)
+    measured = api.timing(net, "chisel-2019", x)
+    assert all(s.seconds > 0 for s in measured.steps if s.kind == "host") and measured.host_seconds > 0
+    assert measured.vta_cycles == t.vta_cycles and "measured on this CPU" in measured.text()
+    r = tool("vtacc", path, "--calibrate", tmp_path / "cal.npy", "-o", tmp_path / "net.vbin", cwd=tmp_path)
+    r = tool("vtasim", "run", tmp_path / "net.vbin", "--timing-only", "--timing", "chisel-2019", cwd=tmp_path)
+    assert r.stdout == t.text()  # the command prints the same table
+
+
 def test_network_file_round_trip_and_damage(tmp_path):
     path, cal = _model(tmp_path)
     data = write_network(compile_model(path, default_config(), cal).network)
@@ -109,8 +135,24 @@ def test_network_file_round_trip_and_damage(tmp_path):
 
     damaged = bytearray(data)
     damaged[40] ^= 0xFF
-    with pytest.raises(FormatError, match="CRC mismatch in chunk 1 \\(NETW"):
+    with pytest.raises(FormatError, match="CRC mismatch in chunk NETW \\(chunk 1;"):
         read_network(bytes(damaged))
+    # a chunk's padding must be zero, as in a .vbin: the same reader checks both
+    import struct
+
+    pos, k = 16, 0
+    while True:  # the first chunk whose payload is followed by padding
+        tag, _, length = struct.unpack_from("<4sIQ", data, pos)
+        k += 1
+        if length % 8:
+            break
+        pos += 16 + length
+    padded = bytearray(data)
+    padded[pos + 16 + length] = 1
+    with pytest.raises(FormatError, match=f"chunk {tag.decode()} \\(chunk {k}\\): padding bytes are not zero"):
+        read_network(bytes(padded))
+    with pytest.raises(FormatError, match="unexpected bytes after the last chunk"):
+        read_network(data + bytes(8))
     with pytest.raises(FormatError, match="truncated"):
         read_network(data[:-9])
     with pytest.raises(FormatError, match="bad magic"):

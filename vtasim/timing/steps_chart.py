@@ -9,28 +9,20 @@ imported only here, and only when drawing.
 
 from __future__ import annotations
 
+import dataclasses
 import io
-from dataclasses import dataclass
 from pathlib import Path
 
+from vtasim.timing.network_timing import NetworkTiming
 from vtasm.errors import UsageError
 from vtasm.fileio import write_atomic
 
 COLOURS = {"vta": "#d62728", "host": "#1f77b4"}
 
 
-@dataclass(frozen=True)
-class StepTime:
-    """One step of a network run: VTA launch or host step, its name, what it computes, its seconds."""
-
-    kind: str
-    name: str
-    what: str
-    seconds: float
-
-
-def draw_steps(steps: list[StepTime], path: str | Path, title: str) -> None:
-    """Write the PNG of a network's steps."""
+def draw_steps(timing: NetworkTiming, path: str | Path, title: str) -> None:
+    """Write the PNG of a network's steps (a host step not run takes no time)."""
+    steps = [dataclasses.replace(s, seconds=s.seconds or 0.0) for s in timing.steps]
     try:
         from matplotlib.figure import Figure
     except ImportError:

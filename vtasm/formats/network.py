@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import math
 import re
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,9 +25,10 @@ from vtasm.errors import FormatError
 from vtasm.fileio import read_mapped, write_atomic
 from vtasm.program import Program
 
+from .chunks import framed, padding, read_chunks, read_header
 from .jsonfields import get_int, get_list, get_object, get_str, parse_json
 from .magic import NETWORK, is_network, network_file  # noqa: F401  (where callers have found them)
-from .vbin import ALIGN, CHUNK_HEADER, HEADER, canonical_json, framed, read_header, read_vbin, write_vbin
+from .vbin import canonical_json, read_vbin, write_vbin
 
 MAGIC = NETWORK
 VERSION = 1
@@ -170,7 +170,7 @@ def write_network(net: NetworkFile) -> bytes:
         data = value.astype(dtype).tobytes()
         consts.append({"name": name, "dtype": dtype, "shape": list(value.shape), "offset": len(blob),
                        "nbytes": len(data)})
-        blob += data + bytes(-len(data) % ALIGN)
+        blob += data + bytes(padding(len(data)))
     programs: list[bytes] = []
     steps = []
     for step in net.steps:
@@ -269,31 +269,19 @@ def read_network(data: bytes, origin: str = "<network>") -> NetworkFile:
 
 
 def _chunks(data: bytes, origin: str) -> list[tuple[str, bytes]]:
+    """The chunks (NETW, PROG..., HOST), their framing checked by the reader the .vbin uses."""
     count = read_header(data, MAGIC, VERSION, origin, "network file", "network file")
-    pos, chunks = HEADER.size, []
-    for k in range(count):
-        if len(data) < pos + CHUNK_HEADER.size:
-            raise FormatError(f"{origin}: truncated: the header announces {count} chunks but the file ends "
-                              f"after {k}")
-        raw, crc, length = CHUNK_HEADER.unpack_from(data, pos)
+    if count < 2:
+        raise FormatError(f"{origin}: a network file needs its NETW and HOST chunks (the header announces {count})")
+
+    def tag_at(raw: bytes, k: int) -> str:
         tag = raw.decode("latin-1")
         expected = "NETW" if k == 0 else "HOST" if k == count - 1 else "PROG"
         if tag != expected:
             raise FormatError(f"{origin}: chunk {k + 1} is {tag!r} where {expected} belongs")
-        start = pos + CHUNK_HEADER.size
-        end = start + length + (-length % ALIGN)
-        if end > len(data):
-            raise FormatError(f"{origin}: truncated: chunk {tag} is missing {end - len(data)} bytes")
-        payload = data[start:start + length]
-        if zlib.crc32(payload) != crc:
-            raise FormatError(f"{origin}: CRC mismatch in chunk {k + 1} ({tag}; the file is corrupt)")
-        chunks.append((tag, payload))
-        pos = end
-    if count < 2:
-        raise FormatError(f"{origin}: a network file needs its NETW and HOST chunks")
-    if pos != len(data):
-        raise FormatError(f"{origin}: {len(data) - pos} unexpected bytes after the last chunk")
-    return chunks
+        return tag
+
+    return [(tag, bytes(payload)) for tag, payload in read_chunks(data, count, origin, tag_at)]
 
 
 def _int(value: object, where: str) -> int:

@@ -10,38 +10,29 @@ the first problem as one FormatError line.
 from __future__ import annotations
 
 import json
-import struct
-import threading
-import zlib
 from pathlib import Path
 
 from vtasm.columns import decode_stream, stream_bytes
 from vtasm.config import LOG_KEYS, VTAConfig
 from vtasm.encoding import codec_for
 from vtasm.errors import FormatError, VtaError
-from vtasm.fileio import KEEP_MAPPED, pieces, read_mapped, write_atomic
+from vtasm.fileio import read_mapped, write_atomic
 from vtasm.program import Program, Segment, zero_bytes
 
+from .chunks import DataCheck, framed, read_chunks, read_header
 from .jsonfields import parse_json
 from .magic import VBIN
 from .meta import LazySourceMap, Meta, all_zero, build_meta, meta_from_json, smap_from_json, smap_to_json
 
 MAGIC = VBIN
 VERSION = 1
-HEADER = struct.Struct("<8sII")
-CHUNK_HEADER = struct.Struct("<4sIQ")
 CHUNK_ORDER = ("META", "INSN", "UOPS", "DATA", "SMAP")
 REQUIRED_CHUNKS = 4
-ALIGN = 8
 
 
 def canonical_json(value: object) -> bytes:
     """The canonical UTF-8 JSON of a value: sorted keys, no white space, ASCII only."""
     return json.dumps(value, sort_keys=True, separators=(",", ":")).encode("utf-8")
-
-
-def _padding(n: int) -> int:
-    return -n % ALIGN
 
 
 def write_vbin(program: Program) -> bytes:
@@ -60,100 +51,23 @@ def write_vbin(program: Program) -> bytes:
     return framed(MAGIC, VERSION, chunks)
 
 
-def framed(magic: bytes, version: int, chunks: list[tuple[str, bytes]]) -> bytes:
-    """The header and the chunks, each with its tag, CRC-32, length and zero padding to 8 bytes."""
-    out = [HEADER.pack(magic, version, len(chunks))]
-    for tag, payload in chunks:
-        out.append(CHUNK_HEADER.pack(tag.encode("ascii"), zlib.crc32(payload), len(payload)))
-        out.append(payload)
-        out.append(bytes(_padding(len(payload))))
-    return b"".join(out)
-
-
-def read_header(data: bytes, magic: bytes, version: int, origin: str, what: str, format_name: str) -> int:
-    """Check a file's magic and version (``what`` and ``format_name`` name them in messages); its chunk count."""
-    if len(data) < len(magic) or data[: len(magic)] != magic:
-        if data and len(data) < len(magic) and magic.startswith(bytes(data)):
-            raise FormatError(f"{origin}: truncated: header is missing {HEADER.size - len(data)} bytes")
-        raise FormatError(f"{origin}: not a {what} (bad magic)")
-    if len(data) < HEADER.size:
-        raise FormatError(f"{origin}: truncated: header is missing {HEADER.size - len(data)} bytes")
-    _, found, count = HEADER.unpack_from(data, 0)
-    if found != version:
-        raise FormatError(f"{origin}: unsupported {format_name} version {found} (this tool reads {version})")
-    return count
-
-
 def _split_chunks(data: bytes, origin: str, later: DataCheck | None = None) -> dict[str, bytes]:
     """Check the header and framing; return each chunk's payload by tag. A large DATA chunk's CRC is left
     to ``later`` (checked on another thread while the caller decodes the rest), when one is given."""
     count = read_header(data, MAGIC, VERSION, origin, ".vbin file", ".vbin format")
-    pos = HEADER.size
-    view = memoryview(data)
     chunks: dict[str, bytes] = {}
-    for k in range(count):
-        if len(data) < pos + CHUNK_HEADER.size:
-            if pos == len(data):
-                raise FormatError(
-                    f"{origin}: truncated: the header announces {count} chunks but the file ends after {k}"
-                )
-            missing = pos + CHUNK_HEADER.size - len(data)
-            raise FormatError(f"{origin}: truncated: header of chunk {k + 1} is missing {missing} bytes")
-        raw_tag, crc, length = CHUNK_HEADER.unpack_from(data, pos)
-        tag = _check_tag(raw_tag, k, chunks, origin)
-        start = pos + CHUNK_HEADER.size
-        end = start + length + _padding(length)
-        if end > len(data):
-            raise FormatError(f"{origin}: truncated: chunk {tag} is missing {end - len(data)} bytes")
-        payload = view[start : start + length]
-        if later is not None and tag == "DATA" and length >= DataCheck.MIN_BYTES:
-            later.start(payload, crc)
-        elif _crc32(payload) != crc:
-            raise FormatError(f"{origin}: CRC mismatch in chunk {tag} (the file is corrupt)")
-        if any(view[start + length : end]):
-            raise FormatError(f"{origin}: chunk {tag}: padding bytes are not zero")
+
+    def tag_at(raw_tag: bytes, index: int) -> str:
+        tag = _check_tag(raw_tag, index, chunks, origin)
+        chunks[tag] = b""  # seen (a duplicate is refused)
+        return tag
+
+    for tag, payload in read_chunks(data, count, origin, tag_at, later):
         chunks[tag] = payload if tag == "DATA" else bytes(payload)  # DATA is cut into segments without a copy
-        pos = end
     for tag in CHUNK_ORDER[:REQUIRED_CHUNKS]:
         if tag not in chunks:
             raise FormatError(f"{origin}: missing chunk {tag}")
-    if pos != len(data):
-        raise FormatError(f"{origin}: {len(data) - pos} unexpected bytes after the last chunk")
     return chunks
-
-
-class DataCheck:
-    """The CRC of a large DATA chunk, computed on a thread of its own (zlib lets go of the GIL) while the
-    reader decodes the instruction stream; ``wait`` gives its verdict."""
-
-    MIN_BYTES = 1 << 20  # below this, a thread costs more than it saves
-
-    def __init__(self) -> None:
-        self._thread: threading.Thread | None = None
-        self._ok = True
-
-    def start(self, payload: memoryview, crc: int) -> None:
-        def check() -> None:
-            self._ok = _crc32(payload) == crc
-
-        self._thread = threading.Thread(target=check, name="vbin-crc", daemon=True)
-        self._thread.start()
-
-    def wait(self) -> bool:
-        """Whether the chunk's CRC matched (True when nothing was left to check)."""
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-        return self._ok
-
-
-def _crc32(payload: memoryview) -> int:
-    if len(payload) <= KEEP_MAPPED:  # read whole: the pages stay mapped for the reader of the segments next
-        return zlib.crc32(payload)
-    crc = 0
-    for _, piece in pieces(payload):  # a large mapped file is checked without holding all of it
-        crc = zlib.crc32(piece, crc)
-    return crc
 
 
 def _check_tag(raw_tag: bytes, index: int, seen: dict[str, bytes], origin: str) -> str:
