@@ -67,6 +67,11 @@ RULES = {r.name: r for r in (
 )}
 
 
+def rowless_load(y_size: int, x_size: int) -> bool:
+    """A LOAD the 2021 Chisel design never completes (rule load-no-rows): no rows, some columns."""
+    return y_size == 0 and x_size > 0
+
+
 def breaks(rule: str, designs: Sequence[str] | None = None) -> str:
     """'breaks on hls, chisel-2019' for a rule (or for the subset of designs a case breaks on)."""
     found = RULES[rule]

@@ -104,6 +104,13 @@ def test_a_load_of_no_rows_hangs_the_2021_design_and_the_lint_says_so():
     machine.run()
     found = [w for w in linter.report() if w.rule == "load-no-rows"]
     assert len(found) == 1 and "chisel-2021" in found[0].describe(program)
+    from vtasim.timing.profile import load_profile
+    from vtasim.timing.run import time_program
+
+    notes = {name: time_program(program, load_profile(name), record=False).report.notes
+             for name in ("hls", "chisel-2019", "chisel-2021")}
+    assert notes["hls"] == notes["chisel-2019"] == ()
+    assert len(notes["chisel-2021"]) == 1 and "instruction 0 is a LOAD of no rows" in notes["chisel-2021"][0]
 
 
 def _covers(loads, sram: int, rows: int, cols: int) -> bool:

@@ -155,7 +155,7 @@ class Linter:
         pads = any(insn[f] for f in ("x_pad_0", "x_pad_1", "y_pad_0", "y_pad_1"))
         if pads and mtype in (WGT, UOP):
             self._warn("pad-ignored", index, f"the HLS design ignores padding on {isa.MEM_TYPE_DUMP[mtype]} loads")
-        if not insn["y_size"]:
+        if port.rowless_load(insn["y_size"], insn["x_size"]):
             self._warn("load-no-rows", index, f"{isa.MEM_TYPE_DUMP[mtype]} load of no rows (y_size 0, x_size "
                        f"{insn['x_size']}) never completes on the 2021 Chisel design; give zeros another way (a "
                        "y_size 1 load of a zero row, one padding row fewer)")

@@ -38,6 +38,7 @@ class TimingReport:
     read_bytes: int
     write_bytes: int
     bus_bytes_per_cycle: int
+    notes: tuple[str, ...] = ()  # what the cycles do not say (an instruction the design never completes)
 
     @property
     def seconds(self) -> float:
@@ -83,6 +84,7 @@ class TimingReport:
                      "bus_bytes_per_cycle": self.bus_bytes_per_cycle},
             "gops": round(self.gops, 3),
             "peak_gops": round(self.peak_gops, 3),
+            **({"notes": list(self.notes)} if self.notes else {}),
         }
 
     def text(self) -> str:
@@ -104,6 +106,7 @@ class TimingReport:
                      f"{self.lanes} lanes)")
         lines.append(f"  DRAM read {self.read_bytes:,} B ({self.bandwidth(self.read_bytes):.1%} of the bus), "
                      f"write {self.write_bytes:,} B ({self.bandwidth(self.write_bytes):.1%})")
+        lines += [f"  note: {note}" for note in self.notes]
         return "\n".join(lines)
 
 

@@ -6,7 +6,9 @@ from dataclasses import dataclass
 
 from vtasm import isa
 from vtasm.config import VTAConfig
+from vtasm.designs import CHISEL_2021
 from vtasm.encoding import Instruction, make_instruction
+from vtasm.portability import rowless_load
 from vtasm.program import Program
 
 from .engine import Timeline, simulate
@@ -28,7 +30,20 @@ def time_program(program: Program, profile: Profile, record: bool = True) -> Tim
     """Run the timing model over a program's instruction stream (its data is never read)."""
     works = plan(program.instructions, program.config, profile)
     timeline = simulate(works, profile, record=record)
-    return TimingResult(works, timeline, summarise(timeline, works, program.config, profile))
+    report = summarise(timeline, works, program.config, profile)
+    if profile.name == CHISEL_2021:
+        report.notes = _hangs_2021(program)
+    return TimingResult(works, timeline, report)
+
+
+def _hangs_2021(program: Program) -> tuple[str, ...]:
+    """The note for a program the 2021 Chisel design never finishes (a LOAD of no rows; isa.md section 7)."""
+    at = next((k for k, insn in enumerate(program.instructions) if insn.kind == "load"
+               and rowless_load(insn["y_size"], insn["x_size"])), None)
+    if at is None:
+        return ()
+    return (f"instruction {at} is a LOAD of no rows (y_size 0, x_size > 0): the 2021 Chisel design never "
+            "completes it and hangs there; these cycles are what it would take if it did (vtasim run --lint)",)
 
 
 def instruction_cycles(insn: Instruction, cfg: VTAConfig, profile: Profile) -> int:
