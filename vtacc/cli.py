@@ -259,8 +259,10 @@ def parse_input_shapes(given: tuple[str, ...]) -> dict[str, tuple[int, ...]]:
 def _read_params(path: str) -> dict:
     import numpy as np
 
+    from vtasm.fileio import open_regular
+
     try:
-        data = np.load(path, allow_pickle=False)
+        data = np.load(open_regular(path, "the weights"), allow_pickle=False)  # a FIFO or device refused
     except (OSError, ValueError) as exc:
         raise FormatError(f"{path}: cannot read the weights ({' '.join(str(exc).split())[:120]})") from None
     if not hasattr(data, "files"):

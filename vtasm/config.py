@@ -13,7 +13,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .errors import ConfigError
+from .errors import ConfigError, FormatError
+from .fileio import open_regular
 from .isa import check_layouts_fit
 
 LOG_KEYS = (
@@ -230,7 +231,10 @@ def load_config(path: str | Path) -> VTAConfig:
     """Read and validate a vta_config.json file."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        with open_regular(p, "configuration") as fh:
+            text = fh.read(1 << 20).decode("utf-8")
+    except FormatError as exc:
+        raise ConfigError(exc.message) from None
     except OSError as exc:
         raise ConfigError(f"{p}: cannot read configuration: {exc.strerror or exc}") from None
     except UnicodeDecodeError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import mmap
 import os
 import stat
@@ -78,12 +79,41 @@ def same_file(a: str | Path, b: str | Path) -> bool:
         return False
 
 
-def read_bytes(path: str | Path, what: str = "file") -> bytes:
-    """Read a whole file, turning OS errors into one-line FormatErrors."""
-    try:
-        return Path(path).read_bytes()
+def open_regular(path: str | Path, what: str = "file"):
+    """A regular file opened for reading (binary), or a one-line FormatError: a FIFO, a device or a directory
+    is refused before a byte is read (a FIFO would block, a device never end)."""
+    name = os.fspath(path)
+    if "\0" in str(name):
+        raise FormatError(f"{name!r}: cannot read {what}: the name holds a NUL character")
+    try:  # non-blocking: opening a FIFO for reading would wait for a writer
+        fd = os.open(name, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except OSError as exc:
         raise FormatError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        kind = "a directory" if stat.S_ISDIR(info.st_mode) else "a FIFO" if stat.S_ISFIFO(info.st_mode) else (
+            "a device" if stat.S_ISCHR(info.st_mode) or stat.S_ISBLK(info.st_mode) else "not a regular file")
+        raise FormatError(f"{path}: cannot read {what}: it is {kind}, not a regular file")
+    return os.fdopen(fd, "rb")
+
+
+def read_bytes(path: str | Path, what: str = "file") -> bytes:
+    """Read a whole regular file, turning OS errors into one-line FormatErrors."""
+    with open_regular(path, what) as fh:
+        try:
+            return fh.read()
+        except OSError as exc:
+            raise FormatError(f"{path}: cannot read {what}: {exc.strerror or exc}") from None
+
+
+def read_text(path: str | Path, what: str = "file") -> str:
+    """A regular file's UTF-8 text (a leading byte-order mark dropped), or a one-line FormatError."""
+    data = read_bytes(path, what)
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise FormatError(f"{path}: cannot read {what}: not UTF-8 text (byte {exc.start})") from None
 
 
 MAP_AT_LEAST = 1 << 20  # smaller files are simply read
@@ -99,9 +129,8 @@ def read_mapped(path: str | Path, what: str = "file") -> bytes | memoryview:
     goes); anything else is read. The file must not shrink while the buffer is used.
     """
     try:
-        with open(path, "rb") as fh:
-            info = os.fstat(fh.fileno())
-            if not stat.S_ISREG(info.st_mode) or info.st_size < MAP_AT_LEAST:
+        with open_regular(path, what) as fh:
+            if os.fstat(fh.fileno()).st_size < MAP_AT_LEAST:
                 return fh.read()
             return memoryview(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ))
     except OSError as exc:
@@ -140,22 +169,44 @@ def _release(mapped: mmap.mmap, start: int, length: int) -> None:
 
 def read_npy(path: str | Path, mapped: bool = False) -> np.ndarray:
     """Load a .npy file (no pickles), with a one-line error for anything unreadable; ``mapped`` maps it
-    read-only instead of reading it (its pages are read as they are used)."""
-    try:
-        with open(path, "rb") as fh:
+    read-only instead of reading it (its pages are read as they are used).
+
+    The header is read first and checked against the file: an array whose
+    declared shape needs more bytes than the file holds is refused before
+    anything is allocated, so memory never follows what a header says."""
+    from numpy.lib import format as npy
+
+    with open_regular(path, "array") as fh:
+        try:
             head = fh.read(6)
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read array: {exc.strerror or exc}") from None
-    if head[:2] == b"PK":
-        raise FormatError(f"{path}: an .npz archive; give one array as a .npy file (numpy.save)")
-    if head != b"\x93NUMPY":
-        raise FormatError(f"{path}: not a .npy file (no NUMPY header); write arrays with numpy.save")
-    try:
-        array = np.load(Path(path), allow_pickle=False, mmap_mode="r" if mapped else None)
-    except OSError as exc:
-        raise FormatError(f"{path}: cannot read array: {exc.strerror or exc}") from None
-    except ValueError as exc:
-        raise FormatError(f"{path}: not a valid .npy array: {exc}") from None
+            if head[:2] == b"PK":
+                raise FormatError(f"{path}: an .npz archive; give one array as a .npy file (numpy.save)")
+            if head != b"\x93NUMPY":
+                raise FormatError(f"{path}: not a .npy file (no NUMPY header); write arrays with numpy.save")
+            fh.seek(0)
+            version = npy.read_magic(fh)
+            reader = {(1, 0): npy.read_array_header_1_0, (2, 0): npy.read_array_header_2_0}.get(version)
+            if reader is None:
+                raise FormatError(f"{path}: .npy format version {version[0]}.{version[1]}; this tool reads 1.0 "
+                                  "and 2.0 (numpy.save writes them)")
+            shape, fortran, dtype = reader(fh, max_header_size=1 << 16)
+            if dtype.hasobject:
+                raise FormatError(f"{path}: an array of Python objects; give numbers")
+            count = math.prod(shape)
+            start = fh.tell()
+            held = os.fstat(fh.fileno()).st_size - start
+            if count * dtype.itemsize > held:
+                raise FormatError(f"{path}: its header declares {list(shape)} {dtype} ({count * dtype.itemsize:,} "
+                                  f"bytes) but the file holds {held:,} bytes of data")
+            order = "F" if fortran else "C"
+            if mapped and count:
+                array = np.memmap(fh, dtype=dtype, mode="r", offset=start, shape=shape, order=order)
+            else:
+                array = np.fromfile(fh, dtype=dtype, count=count).reshape(shape, order=order)
+        except OSError as exc:
+            raise FormatError(f"{path}: cannot read array: {exc.strerror or exc}") from None
+        except (ValueError, SyntaxError, TypeError) as exc:
+            raise FormatError(f"{path}: not a valid .npy array: {' '.join(str(exc).split())[:160]}") from None
     if not isinstance(array, np.ndarray):
         raise FormatError(f"{path}: not a single array")
     return array

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vtasm.errors import CompileError, SourceSpan
+from vtasm.errors import CompileError, FormatError, SourceSpan
+from vtasm.fileio import read_text
 
 from . import syntax_tree as st
 from .check_builtins import BUILTINS, OPS, Builtin, BuiltinRules
@@ -59,10 +60,9 @@ __all__ = [
 def load_kernels(path: str | Path, entry: str | None = None) -> CheckedFile:
     """Read, parse and check a .vk file (only ``entry`` and what it calls, when given)."""
     try:
-        source = Path(path).read_text(encoding="utf-8-sig")  # a leading byte-order mark is not text
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-        raise CompileError(f"cannot read {path}: {reason}") from None
+        source = read_text(path, "kernel source")  # a FIFO or device refused; a byte-order mark dropped
+    except FormatError as exc:
+        raise CompileError(exc.message) from None
     return check_source(source, str(path), entry)
 
 

@@ -12,7 +12,8 @@ from pathlib import Path, PurePosixPath
 
 from vtasm.config import VTAConfig, config_from_dict, default_config
 from vtasm.encoding import Instruction, codec_for
-from vtasm.errors import AsmError, ConfigError, SourceSpan
+from vtasm.errors import AsmError, ConfigError, FormatError, SourceSpan
+from vtasm.fileio import read_text
 from vtasm.program import DumpRange, Program, Segment, SourceLoc
 
 from . import ast
@@ -105,11 +106,9 @@ def assemble_file(path: str | Path, cfg: VTAConfig | None = None, fallback: VTAC
     """Assemble a ``.vasm`` file (paths in it are relative to its directory)."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8-sig")  # a leading byte-order mark is not part of the text
-    except OSError as exc:
-        raise AsmError(f"{p}: cannot read assembly source: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        raise AsmError(f"{p}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        text = read_text(p, "assembly source")  # a FIFO or device refused; a byte-order mark dropped
+    except FormatError as exc:
+        raise AsmError(exc.message) from None
     return assemble(text, str(p), cfg, p.parent, fallback)
 
 

@@ -3,6 +3,7 @@ modules that read each kind (a `vtasim run` of a program need not import the net
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 VBIN = b"VTA\x00VBIN"  # a program (formats/vbin.py)
@@ -17,7 +18,11 @@ def is_network(data: bytes) -> bool:
 def network_file(path: str | Path) -> bool:
     """Whether ``path`` is a file that starts with the network file's magic."""
     p = Path(path)
-    if not p.is_file():
+    if not p.is_file():  # a FIFO, a device, a directory: not one (whoever reads it next refuses it)
         return False
-    with open(p, "rb") as f:
+    try:
+        fd = os.open(p, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError:
+        return False
+    with os.fdopen(fd, "rb") as f:
         return f.read(len(NETWORK)) == NETWORK

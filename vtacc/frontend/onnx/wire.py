@@ -10,7 +10,7 @@ so only the few bytes of field headers are read), cuts the ``raw_data`` of
 every large initialiser out of the message it hands to the protobuf parser,
 and maps each cut tensor straight from the file. The
 message it returns is the model as ``onnx.load`` gives it, minus those bytes
-(external data is loaded as onnx.load loads it); the arrays come with it by
+(external data is mapped from files inside the model's folder: external.py); the arrays come with it by
 initialiser name, mapped from the file rather than read: their pages are read
 when a layer uses them and ``release`` lets them go when it is done, so a
 network's float weights need not all be in memory at once. Anything the walk does not expect (a text-format model, a
@@ -24,7 +24,6 @@ raw_data = 9.
 from __future__ import annotations
 
 import mmap
-import os
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +33,10 @@ try:
 except ImportError:  # numpy 1.x
     from numpy import byte_bounds
 
-from vtasm.errors import ModelError
+from vtasm.errors import FormatError, ModelError
+from vtasm.fileio import open_regular
+
+from .external import load_external
 
 CUT_BYTES = 1 << 16  # raw_data of at least this many bytes is read into an array rather than parsed
 MODEL_GRAPH, GRAPH_INITIALIZER, TENSOR_DATA_TYPE, TENSOR_RAW_DATA = 7, 5, 2, 9
@@ -55,11 +57,14 @@ def read_model(path: str | Path):
 
     path = str(path)
     try:
-        with open(path, "rb") as f:
+        with open_regular(path, "model") as f:  # a FIFO or a device is refused before it is read
             view = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
         stripped, cuts = _strip_model(view)
+    except FormatError as exc:
+        raise ModelError(exc.message) from None
     except (WireError, ValueError):  # not binary protobuf as expected (or an empty file): onnx says why
-        return onnx.load(path), {}
+        model = onnx.load(path, load_external_data=False)
+        return model, load_external(model, path, RAW_TYPES)
     model = onnx.load_model_from_string(stripped)
     del stripped
     inits = model.graph.initializer
@@ -69,7 +74,7 @@ def read_model(path: str | Path):
     for index, offset, nbytes in cuts:
         tensor = inits[index]
         arrays[tensor.name] = _mapped_tensor(view, tensor, offset, nbytes, Path(path).name)
-    onnx.external_data_helper.load_external_data_for_model(model, os.path.dirname(path))
+    arrays.update(load_external(model, path, RAW_TYPES))  # only from inside the model's folder (external.py)
     return model, arrays
 
 
