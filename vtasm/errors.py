@@ -24,6 +24,16 @@ class SourceSpan:
         return f"{self.file}:{self.line}:{self.column}"
 
 
+def printable(text: str, keep: str = "\t") -> str:
+    """``text`` with every character that is not printable (controls, a terminal's escape sequences, line
+    breaks, lone surrogates) written as its Python escape, except those in ``keep``: names from a file are
+    data, and reach a terminal or generated text only so."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() or c in keep else c.encode("unicode_escape", "backslashreplace").decode(
+        "ascii") for c in text)
+
+
 class VtaError(Exception):
     """Base of every error the toolchain reports to users."""
 
@@ -36,11 +46,12 @@ class VtaError(Exception):
 
     def render(self) -> str:
         """The message as shown to a user (one line, plus caret context for sources)."""
+        message = printable(self.message)  # one line, whatever names it quotes
         if self.span is None:
-            return self.message
-        text = f"{self.span}: {self.message}"
+            return message
+        text = f"{printable(str(self.span))}: {message}"
         if self.span.source_line is not None:
-            src = self.span.source_line.rstrip("\n")
+            src = printable(self.span.source_line.rstrip("\n"))
             # keep tabs, so the caret lines up however the terminal expands them
             lead = "".join(c if c == "\t" else " " for c in src[: self.span.column - 1])
             caret = lead + "^" * max(1, self.span.length)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 
-from vtasm.errors import FormatError
+from vtasm.errors import FormatError, printable
 
 
 def parse_json(data: bytes, where: str) -> object:
@@ -18,11 +18,29 @@ def parse_json(data: bytes, where: str) -> object:
     except UnicodeDecodeError as exc:
         raise FormatError(f"{where}: not valid UTF-8 (byte {exc.start})") from None
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise FormatError(f"{where}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
     except RecursionError:
         raise FormatError(f"{where}: invalid JSON: nested too deeply") from None
+    _check_strings(value, where)
+    return value
+
+
+def _check_strings(value: object, where: str) -> None:
+    """Refuse a string (or key) that holds a control character, a line break or a lone surrogate: the
+    formats' names reach terminals and generated text, where such characters would act, not show."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack += item.keys()
+            stack += item.values()
+        elif isinstance(item, list):
+            stack += item
+        elif isinstance(item, str) and not item.isprintable():
+            raise FormatError(f"{where}: the string '{printable(item)[:80]}' holds a character that is not "
+                              "printable (a control character, line break or lone surrogate)")
 
 
 def get_object(value: object, where: str, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> dict:

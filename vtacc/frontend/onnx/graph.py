@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from vtasim.host.ops import OPS as HOST_OPS
-from vtasm.errors import ModelError
+from vtasm.errors import ModelError, printable
 
 from .fold import fix_input_shapes, model_opset, open_inputs, static_model
 from .wire import read_model
@@ -59,13 +59,44 @@ class Graph:
         return [n for n in self.nodes if tensor in n.inputs]
 
 
+def printable_names(graph) -> None:
+    """Rename, consistently, every node and tensor whose name holds a character that is not printable (a line
+    break, a terminal escape, a lone surrogate) to its escaped spelling: names reach the import report, the
+    kernel language --emit vk writes and network files, where they must stay data."""
+    names = {t.name for t in graph.initializer} | {v.name for v in [*graph.input, *graph.output, *graph.value_info]}
+    for n in graph.node:
+        names.update(n.input)
+        names.update(n.output)
+    odd = sorted(x for x in names if not x.isprintable())
+    for n in graph.node:
+        if not n.name.isprintable():
+            n.name = printable(n.name, keep="")
+    if not odd:
+        return
+    taken = names - set(odd)
+    renamed = {}
+    for old in odd:
+        new = printable(old, keep="")
+        while new in taken:
+            new += "_"
+        taken.add(new)
+        renamed[old] = new
+    for t in graph.initializer:
+        t.name = renamed.get(t.name, t.name)
+    for v in [*graph.input, *graph.output, *graph.value_info]:
+        v.name = renamed.get(v.name, v.name)
+    for n in graph.node:
+        n.input[:] = [renamed.get(x, x) for x in n.input]
+        n.output[:] = [renamed.get(x, x) for x in n.output]
+
+
 def load_graph(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None = None) -> Graph:
     """Read and check an ONNX model file; ``input_shapes`` fixes the dimensions the model leaves open."""
     try:
         import onnx
     except ImportError:
         raise ModelError(f"{path}: importing ONNX models needs the onnx package: pip install '.[onnx]'") from None
-    name = Path(path).name
+    name = printable(Path(path).name, keep="")  # messages and generated text quote it
     try:
         model, arrays = read_model(path)  # the weights read once, not parsed into the message (wire.py)
     except FileNotFoundError:
@@ -74,6 +105,7 @@ def load_graph(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None
         raise
     except Exception as exc:  # the onnx package raises its own protobuf errors
         raise ModelError(f"{name}: not a readable ONNX model ({' '.join(str(exc).split())[:200]})") from None
+    printable_names(model.graph)
     opset = model_opset(model, name)
     for k, n in enumerate(model.graph.node):  # unnamed nodes are named by their place in the file, before folding
         n.name = n.name or f"{n.op_type.lower()}_{k}"
