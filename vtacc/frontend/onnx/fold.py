@@ -11,6 +11,8 @@ is evaluated once with onnx's reference evaluator and becomes an initialiser.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from vtasm.errors import ModelError
@@ -20,6 +22,19 @@ KEEP = frozenset({"QuantizeLinear", "DequantizeLinear"})  # the importer reads t
 MAX_FOLDED = 1 << 28  # elements a folded constant may have (weights that exports compute, as VGG's 102 M-element
 # fc6 by ConstantOfShape, fold too; this only bounds what a malformed model could make)
 SMALL = 1 << 12  # folded constants up to this many elements stay in the graph for shape inference to read
+# operators that only constant folding removes (the shape arithmetic exports write): accepted in a model only
+# to be folded away; control flow (Loop, If, Scan) is not among them and is refused before anything runs
+FOLD_ONLY = frozenset({"Shape", "Size", "Constant", "ConstantOfShape", "Range", "Equal", "Less", "LessOrEqual",
+                       "Greater", "GreaterOrEqual", "Where", "Not", "And", "Or", "Xor", "ReduceProd", "Mod", "Tile",
+                       "CastLike", "Sign", "Round", "NonZero", "ArgMax", "ArgMin"})
+# operators whose outputs are never larger than their inputs broadcast together
+BY_INPUTS = frozenset({"Shape", "Size", "Gather", "Slice", "Cast", "CastLike", "Squeeze", "Unsqueeze", "Reshape",
+                       "Flatten", "Transpose", "Identity", "Concat", "Split", "Not", "Sign", "Round", "Abs", "Neg",
+                       "Floor", "Ceil", "Sqrt", "Exp", "Log", "Reciprocal", "Relu", "Sigmoid", "Tanh", "Erf",
+                       "Add", "Sub", "Mul", "Div", "Pow", "Mod", "Max", "Min", "Sum", "Mean", "Equal", "Less",
+                       "LessOrEqual", "Greater", "GreaterOrEqual", "And", "Or", "Xor", "Where", "Clip",
+                       "NonZero", "ArgMax", "ArgMin", "ReduceProd", "ReduceSum", "ReduceMean", "ReduceMax",
+                       "ReduceMin", "Dropout", "QuantizeLinear", "DequantizeLinear"})
 PASSES = 16  # inference and folding alternate until nothing changes (a Shape folds once its input's is known)
 
 
@@ -127,6 +142,34 @@ def _place(model, folded: dict[str, np.ndarray]) -> None:
         g.value_info.remove(v)
 
 
+def _output_bound(node, feeds: dict[str, np.ndarray], shapes: dict[str, tuple[int, ...]]) -> int | None:
+    """An upper bound on the elements of any one of a node's outputs, worked out before evaluating it (None:
+    no bound; the node is then not folded). Shape inference's shapes when it found them all; else the
+    inputs broadcast together for operators no larger than that, and the size the values ask for where
+    values decide it (ConstantOfShape, Expand, Tile, Range)."""
+    outs = [t for t in node.output if t]
+    if outs and all(t in shapes for t in outs):
+        return max(math.prod(shapes[t]) for t in outs)
+    if any(a.type in (5, 10) for a in node.attribute):  # GRAPH or GRAPHS: control flow is never evaluated
+        return None
+    values = [np.asarray(feeds[t]) for t in node.input if t]
+    try:
+        if node.op_type == "ConstantOfShape":
+            return math.prod(int(d) for d in values[0].reshape(-1)) if values and values[0].size <= 64 else None
+        if node.op_type == "Expand" and len(values) == 2 and values[1].size <= 64:
+            return math.prod(np.broadcast_shapes(values[0].shape, tuple(int(d) for d in values[1].reshape(-1))))
+        if node.op_type == "Tile" and len(values) == 2 and values[1].size == values[0].ndim:
+            return values[0].size * math.prod(int(r) for r in values[1].reshape(-1))
+        if node.op_type == "Range" and len(values) == 3 and all(v.size == 1 for v in values):
+            start, limit, delta = (float(v.reshape(-1)[0]) for v in values)
+            return max(0, math.ceil((limit - start) / delta)) if delta and math.isfinite(limit - start) else None
+        if node.op_type in BY_INPUTS:
+            return math.prod(np.broadcast_shapes(*(v.shape for v in values))) if values else 1
+    except (ValueError, OverflowError, TypeError):  # shapes that do not broadcast, negative sizes: evaluation says
+        return 1
+    return None
+
+
 def _known_shapes(model) -> dict[str, tuple[int, ...]]:
     shapes = {}
     for info in list(model.graph.input) + list(model.graph.value_info) + list(model.graph.output):
@@ -162,13 +205,21 @@ def _fold_once(model, name: str, opset: int, values: dict[str, np.ndarray]) -> d
                 results = [np.array(dims[slice(attrs.get("start", 0), attrs.get("end", len(dims)))], np.int64)]
             elif all(not t or t in values or t in folded for t in node.input):
                 feeds = {t: folded.get(t, values.get(t)) for t in node.input if t}
+                size = _output_bound(node, feeds, shapes)
+                if size is not None and size > MAX_FOLDED and node.op_type in FOLD_ONLY:
+                    raise ModelError(f"{name}: node '{node.name or node.op_type}' ({node.op_type}): its inputs are "
+                                     f"constants, but its output of {size:,} elements is more than the "
+                                     f"{MAX_FOLDED:,} constant folding computes", node=node.name or None)
+                if size is None or size > MAX_FOLDED:  # not evaluated: its size is unknown or too large
+                    kept.append(node)
+                    continue
                 try:
                     results = evaluate(node, feeds)
                 except Exception as exc:
                     where = f"{name}: node '{node.name or node.op_type}' ({node.op_type})"
                     raise ModelError(f"{where}: its inputs are constants but it could not be evaluated "
                                      f"({' '.join(str(exc).split())[:200]})", node=node.name or None) from None
-        if results is None or any(np.asarray(r).size > MAX_FOLDED for r in results):
+        if results is None:
             kept.append(node)
             continue
         for out, value in zip(node.output, results, strict=False):

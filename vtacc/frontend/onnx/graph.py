@@ -18,7 +18,7 @@ import numpy as np
 from vtasim.host.ops import OPS as HOST_OPS
 from vtasm.errors import ModelError, printable
 
-from .fold import fix_input_shapes, model_opset, open_inputs, static_model
+from .fold import FOLD_ONLY, fix_input_shapes, model_opset, open_inputs, static_model
 from .wire import read_model
 
 SUPPORTED = ("Conv", "Gemm", "MatMul", "Relu", "Clip", "MaxPool", "AveragePool", "GlobalAveragePool", "Add",
@@ -57,6 +57,17 @@ class Graph:
 
     def consumers(self, tensor: str) -> list[Node]:
         return [n for n in self.nodes if tensor in n.inputs]
+
+
+def _refuse_unknown(nodes, name: str, known) -> None:
+    """One line listing every node whose operator is not in ``known`` (or of another domain)."""
+    refused = [f"node '{n.name}' ({n.domain}.{n.op_type})" if n.domain not in ("", "ai.onnx") else
+               f"node '{n.name}' ({n.op_type})" for n in nodes
+               if n.domain not in ("", "ai.onnx") or n.op_type not in known]
+    if refused:
+        shown = ", ".join(refused[:20]) + (f" and {len(refused) - 20} more" if len(refused) > 20 else "")
+        raise ModelError(f"{name}: {len(refused)} node{'s' if len(refused) > 1 else ''} that neither VTA nor the "
+                         f"host CPU can compute: {shown} (docs/onnx.md lists the operators of each)")
 
 
 def printable_names(graph) -> None:
@@ -109,6 +120,9 @@ def load_graph(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None
     opset = model_opset(model, name)
     for k, n in enumerate(model.graph.node):  # unnamed nodes are named by their place in the file, before folding
         n.name = n.name or f"{n.op_type.lower()}_{k}"
+    # before any other work (folding included, which would execute what it folds): an operator that no
+    # side computes and that folding could not remove (control flow, other domains) is refused
+    _refuse_unknown(model.graph.node, name, {*SUPPORTED, *HOST_OPS, *FOLD_ONLY})
     fix_input_shapes(model, name, input_shapes or {})
     still_open = open_inputs(model)
     if still_open:
@@ -117,21 +131,9 @@ def load_graph(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None
                          "(e.g. a batch of 1)")
     model, constants = static_model(model, name, opset, arrays)
     g = model.graph
-    nodes, refused = [], []
-    for n in g.node:
-        node = Node(n.op_type, n.name, list(n.input), list(n.output),
-                    {a.name: onnx.helper.get_attribute_value(a) for a in n.attribute})
-        if n.domain not in ("", "ai.onnx"):
-            refused.append(f"node '{node.name}' ({n.domain}.{node.op})")
-            continue
-        if node.op not in SUPPORTED and node.op not in HOST_OPS:
-            refused.append(f"node '{node.name}' ({node.op})")
-            continue
-        nodes.append(node)
-    if refused:
-        shown = ", ".join(refused[:20]) + (f" and {len(refused) - 20} more" if len(refused) > 20 else "")
-        raise ModelError(f"{name}: {len(refused)} node{'s' if len(refused) > 1 else ''} that neither VTA nor the "
-                         f"host CPU can compute: {shown} (docs/onnx.md lists the operators of each)")
+    _refuse_unknown(g.node, name, {*SUPPORTED, *HOST_OPS})  # what folding was to remove and did not
+    nodes = [Node(n.op_type, n.name, list(n.input), list(n.output),
+                  {a.name: onnx.helper.get_attribute_value(a) for a in n.attribute}) for n in g.node]
     inputs = [i.name for i in g.input if i.name not in constants]
     known = set(inputs) | set(constants)
     for node in nodes:

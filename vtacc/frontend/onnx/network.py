@@ -137,8 +137,14 @@ class _Lowering:
         return NotOnVta(f"{node.where(self.g.name)}: {message}", node=node.name)
 
     def canon(self, tensor: str) -> str:
+        """The tensor a name stands for, following renames (each name on the way then points there
+        directly: a chain of 20,000 Identity nodes costs linear time, not quadratic)."""
+        passed = []
         while tensor in self.alias:
+            passed.append(tensor)
             tensor = self.alias[tensor]
+        for name in passed[:-1]:
+            self.alias[name] = tensor
         return tensor
 
     def const(self, node: Node, tensor: str, what: str) -> np.ndarray:
