@@ -200,7 +200,7 @@ def _run_network(path: str, request, profile: bool, opts, trace_file: str | None
     if profile:
         click.echo(json.dumps({"steps": [
             {"step": r.step.name, "kind": r.step.kind, "seconds": round(r.seconds, 6),
-             **({"counters": r.result.profile()} if r.result is not None else {})}
+             **({"counters": r.profile} if r.profile is not None else {})}
             for r in report.runs[0].records]}, indent=1, separators=(",", ":")))
     timed = time_network(net, request.profile, report.runs) if request.profile is not None else None
     if timed is not None:
@@ -209,7 +209,7 @@ def _run_network(path: str, request, profile: bool, opts, trace_file: str | None
         from vtasim.timing.steps_chart import draw_steps
 
         draw_steps(timed, request.timeline, f"{Path(path).name} on {request.profile.name}")
-    launches = sum(r.result is not None for r in report.runs[0].records)
+    launches = sum(r.profile is not None for r in report.runs[0].records)
     hosts = len(report.runs[0].records) - launches
     wrote = f"; wrote {', '.join(str(p) for p in report.written)}" if report.written else ""
     runs = f"{len(report.runs)} runs of " if len(report.runs) > 1 else ""

@@ -79,40 +79,48 @@ def _lookup(net: NetworkFile, name: str, names: list[str], what: str) -> str:
     raise UsageError(f"{what} {name}: the network's {what.lstrip('-')}s are {', '.join(repr(n) for n in names)}")
 
 
-class Samples(list):
-    """One input array per run; ``new_axis`` when they came stacked on an axis before the model's own."""
+class Samples:
+    """One input's int8 values, one array per run, made when that run starts (from an array that may be
+    mapped from its file): a data set runs in memory that does not grow with its size. ``new_axis`` when
+    they came stacked on an axis before the model's own."""
 
-    new_axis = False
+    def __init__(self, pieces: np.ndarray, exp: int | None, new_axis: bool, where: str):
+        self.pieces, self.exp, self.new_axis, self.where = pieces, exp, new_axis, where
+
+    def __len__(self) -> int:
+        return len(self.pieces)
+
+    def __getitem__(self, k: int) -> np.ndarray:
+        piece = self.pieces[k]
+        if self.exp is None:
+            return np.array(piece)
+        if not np.all(np.isfinite(piece)):
+            raise FormatError(f"{self.where}: sample {k} holds NaN or infinite values")
+        return quantise(piece, self.exp)
 
 
 def _batches(net: NetworkFile, name: str, array: np.ndarray, path: str) -> Samples:
     """The input's int8 values, one array per run."""
     shape = net.tensors[name].shape
-    pieces = Samples()
+    new_axis = False
     if array.shape == shape:
-        pieces.append(array)
-    elif array.ndim == len(shape) + 1 and array.shape[1:] == shape:
-        pieces.extend(array)
-        pieces.new_axis = True
+        pieces = array[None]
+    elif array.ndim == len(shape) + 1 and array.shape[1:] == shape and array.shape[0]:
+        pieces, new_axis = array, True
     elif array.ndim == len(shape) and array.shape[1:] == shape[1:] and array.shape[0] % shape[0] == 0 \
             and array.shape[0]:
-        pieces.extend(array.reshape((-1,) + shape))
+        pieces = array.reshape((-1,) + shape)
     else:
         raise FormatError(f"{path}: input '{name}' must be {list(shape)} or N of them stacked on the first axis, "
                           f"got {list(array.shape)}")
     if array.dtype == np.int8:
-        return pieces
+        return Samples(pieces, None, new_axis, f"{path}: input '{name}'")
     if not np.issubdtype(array.dtype, np.number) or np.issubdtype(array.dtype, np.complexfloating):
         raise FormatError(f"{path}: input '{name}' holds {array.dtype}; give float (quantised here) or int8 values")
-    if not np.all(np.isfinite(array)):
-        raise FormatError(f"{path}: input '{name}' holds NaN or infinite values")
-    exp = net.tensors[name].exp
-    quantised = Samples(quantise(p, exp) for p in pieces)
-    quantised.new_axis = pieces.new_axis
-    return quantised
+    return Samples(pieces, net.tensors[name].exp, new_axis, f"{path}: input '{name}'")
 
 
-def run_batches(net: NetworkFile, given: dict[str, list[np.ndarray]], max_ops: int = DEFAULT_MAX_OPS,
+def run_batches(net: NetworkFile, given: dict[str, Samples], max_ops: int = DEFAULT_MAX_OPS,
                 before_step=None, origin: str = "network") -> list[NetworkRun]:
     """One run per sample of the int8 ``given`` inputs (every model input needs the same number)."""
     counts = {len(v) for v in given.values()}
@@ -128,11 +136,15 @@ def run_batches(net: NetworkFile, given: dict[str, list[np.ndarray]], max_ops: i
     runs = []
     for k in range(counts.pop() if counts else 1):
         try:
-            runs.append(run_network(net, {n: v[k] for n, v in given.items()}, max_ops, hook))
+            run = run_network(net, {n: v[k] for n, v in given.items()}, max_ops, hook)
         except SimFault as exc:
             raise located(net.steps[current[0]].program, exc) from None
         except FormatError as exc:
             raise FormatError(f"{origin}: {exc.message}") from None
+        if runs:  # the counters are reported for the first run; later runs keep their outputs and times
+            for record in run.records:
+                record.profile = None
+        runs.append(run)
     return runs
 
 
@@ -158,15 +170,15 @@ def int8_inputs(net: NetworkFile, arrays: dict[str, np.ndarray], origin: str,
 def run_network_file(net: NetworkFile, opts: NetworkOptions, out: TextIO | None = None) -> NetworkReport:
     """Run the network on the given files and write the outputs (only after every run succeeded)."""
     check_host_steps(net, opts.origin)
-    given: dict[str, list[np.ndarray]] = {}
+    given: dict[str, Samples] = {}
     for name, path in opts.inputs:
-        given.update(int8_inputs(net, {name: read_npy(path)}, path))
+        given.update(int8_inputs(net, {name: read_npy(path, mapped=True)}, path))  # samples read one by one
     for key in net.inputs:
         if key not in given:
             if not opts.zero_inputs:
                 raise FormatError(f"{opts.origin}: the network reads '{key}' but no --input gives it; pass "
                                   f"--input {key}=FILE.npy (or --zero-inputs to run on zeros)")
-            given[key] = [np.zeros(net.tensors[key].shape, np.int8)]
+            given[key] = Samples(np.zeros((1, *net.tensors[key].shape), np.int8), None, False, key)
     outputs = [(_lookup(net, name, net.outputs, "--output"), Path(path)) for name, path in opts.outputs]
     for _, path in outputs:
         check_writable(path, "the output")

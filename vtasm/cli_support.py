@@ -17,6 +17,7 @@ from typing import Any
 
 import click
 
+from . import budget
 from .config import VTAConfig, resolve_config
 from .errors import FormatError, VtaError
 
@@ -25,7 +26,11 @@ EXIT_INTERNAL = 70  # EX_SOFTWARE: never the bad-input code, which would blame t
 
 
 def traceback_option(fn: Callable) -> Callable:
-    """The --traceback option (show the Python stack on errors)."""
+    """The options every command takes with its error handling: --traceback (show the Python stack on errors)
+    and --max-memory (the budget of what a file may make the tool allocate; vtasm.budget)."""
+    fn = click.option("--max-memory", "max_memory", default=None, metavar="SIZE",
+                      help="Memory budget for what the input files declare (tensors, DRAM, host outputs), e.g. "
+                           "512M or 4G (default 1G, which fits a 2 GB board); larger declarations are refused.")(fn)
     return click.option(
         "--traceback", is_flag=True, hidden=False, help="Show the Python stack on errors (debugging)."
     )(fn)
@@ -66,7 +71,10 @@ def reports_errors(fn: Callable) -> Callable:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         show_stack = kwargs.pop("traceback", False)
+        max_memory = kwargs.pop("max_memory", None)
         try:
+            if max_memory is not None:
+                budget.set_limit(budget.parse_size(max_memory))
             for value in kwargs.values():
                 if isinstance(value, DirectoryGiven):
                     raise FormatError(f"{value}: a directory, where a file is expected")

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from vtasm import isa
+from vtasm import budget, isa
 from vtasm.columns import stream_bytes
 from vtasm.config import VTAConfig
 from vtasm.errors import FormatError
@@ -96,6 +96,7 @@ def check_dram(program: Program) -> int:
     if size > isa.MAX_DRAM_BYTES:
         raise FormatError(f"the program needs {size:#x} bytes of DRAM; the simulator models at most "
                           f"{isa.MAX_DRAM_BYTES:#x} (4 GiB)")
+    budget.check(size, f"the program's DRAM ({size:#x} bytes)")
     return size
 
 

@@ -16,6 +16,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from vtasm import budget
+
 Arrays = list[np.ndarray | None]
 Op = Callable[[Arrays, dict, int, list[tuple[int, ...]]], list[np.ndarray]]
 OPS: dict[str, Op] = {}
@@ -218,6 +220,7 @@ def _patches(x: np.ndarray, kernel: tuple[int, ...], strides, dilations, out_hw,
     if x.shape[2] < need_h or x.shape[3] < need_w:  # ceil_mode windows that run past the end
         x = np.pad(x, ((0, 0), (0, 0), (0, max(0, need_h - x.shape[2])), (0, max(0, need_w - x.shape[3]))),
                    constant_values=fill)
+    _room((n, c, oh, ow, kh * kw), "its windows")
     out = np.empty((n, c, oh, ow, kh * kw), dtype=x.dtype)
     for i in range(kh):
         for j in range(kw):
@@ -226,7 +229,18 @@ def _patches(x: np.ndarray, kernel: tuple[int, ...], strides, dilations, out_hw,
     return out
 
 
+def _room(shape, what: str) -> None:
+    """A ValueError (the step names the node) when a float32 array of ``shape`` would leave the memory
+    budget: sizes that come from attributes are checked before they are allocated."""
+    elements = math.prod(int(d) for d in shape)
+    if 4 * elements > budget.limit():
+        raise ValueError(f"{what} {list(shape)} would take {4 * elements:,} bytes, more than the memory budget of "
+                         f"{budget.limit():,} (--max-memory raises it)")
+
+
 def _pad2d(x: np.ndarray, pads: list[int], fill: float) -> np.ndarray:
+    _room((*x.shape[:2], x.shape[2] + max(pads[0], 0) + max(pads[2], 0), x.shape[3] + max(pads[1], 0)
+           + max(pads[3], 0)), "its padded input")
     return np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])), constant_values=fill)
 
 
@@ -275,6 +289,7 @@ def _conv_transpose(xs, a, opset, shapes):
             top = left = 0
     else:
         top, left = pads[0], pads[1]
+    _room((n, mg * groups, max(full_h, top + oh), max(full_w, left + ow)), "its uncropped output")
     full = np.zeros((n, mg * groups, max(full_h, top + oh), max(full_w, left + ow)), dtype=x.dtype)
     for g in range(groups):
         xg = x[:, g * cg:(g + 1) * cg]
@@ -400,6 +415,7 @@ def _slice(xs, a, opset, shapes):
 def _gather(xs, a, opset, shapes):
     x, indices = np.asarray(xs[0]), np.asarray(xs[1]).astype(np.int64)
     axis = a.get("axis", 0) % x.ndim
+    _room((*x.shape[:axis], *indices.shape, *x.shape[axis + 1:]), "its output")
     return [np.take(x, np.where(indices < 0, indices + x.shape[axis], indices), axis=axis)]
 
 
@@ -417,6 +433,7 @@ def _pad(xs, a, opset, shapes):
     n = x.ndim
     mode = a.get("mode", "constant")
     width = [(max(pads[i], 0), max(pads[i + n], 0)) for i in range(n)]
+    _room([d + lo + hi for d, (lo, hi) in zip(x.shape, width, strict=True)], "its padded input")
     y = np.pad(x, width, mode="constant", constant_values=value) if mode == "constant" else \
         np.pad(x, width, mode={"reflect": "reflect", "edge": "edge", "wrap": "wrap"}[mode])
     crop = tuple(slice(-min(pads[i], 0), y.shape[i] + min(pads[i + n], 0)) for i in range(n))

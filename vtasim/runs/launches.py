@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from vtasim.core.machine import Machine, RunResult
+from vtasim.core.machine import Machine
 from vtasim.core.pipeline import DEFAULT_MAX_OPS
 from vtasim.host.step import run_host_step
 from vtasim.runs.session import run_arrays
@@ -29,16 +29,17 @@ StepHook = Callable[[int, Step, Machine | None], None]
 
 @dataclass
 class StepRecord:
-    """What one step did: its wall time here, and a VTA launch's run result."""
+    """What one step did: its wall time here, and a VTA launch's profiler counters (None for a host step;
+    the launch's machine is not kept: a batch of runs keeps only what it reports)."""
 
     step: Step
     seconds: float
-    result: RunResult | None = None
+    profile: dict | None = None
 
 
 @dataclass
 class NetworkRun:
-    """Every int8 tensor the run produced and the record of each step."""
+    """The run's int8 model outputs (every tensor it produced, with ``keep_all``) and each step's record."""
 
     values: dict[str, np.ndarray]
     records: list[StepRecord] = field(default_factory=list)
@@ -48,7 +49,7 @@ class NetworkRun:
 
 
 def run_network(net: NetworkFile, inputs: dict[str, np.ndarray], max_ops: int = DEFAULT_MAX_OPS,
-                before_step: StepHook | None = None) -> NetworkRun:
+                before_step: StepHook | None = None, keep_all: bool = False) -> NetworkRun:
     """Run every step on the int8 ``inputs`` (model input name -> array in its model shape).
 
     Raises FormatError for a missing or badly shaped input, SimFault for a
@@ -78,5 +79,7 @@ def run_network(net: NetworkFile, inputs: dict[str, np.ndarray], max_ops: int = 
         got, result = run_arrays(program, arrays, list(step.outputs.values()), max_ops, hook)
         for net_name, prog_name in step.outputs.items():
             values[net_name] = got[prog_name].reshape(net.tensors[net_name].shape)
-        run.records.append(StepRecord(step, time.perf_counter() - started, result))
+        run.records.append(StepRecord(step, time.perf_counter() - started, result.profile()))
+    if not keep_all:
+        run.values = {t: values[t] for t in net.outputs}
     return run

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from vtasm import budget
 from vtasm.errors import FormatError
 from vtasm.fileio import read_mapped, write_atomic
 from vtasm.program import Program
@@ -117,6 +118,14 @@ class NetworkFile:
         for name in self.inputs + self.outputs:
             if name not in self.tensors:
                 raise FormatError(f"{where}: model tensor '{name}' is not in the tensor table")
+        for name, t in self.tensors.items():  # the host holds every tensor it touches as float32
+            budget.check(4 * t.size, f"{where}: tensor '{name}' {list(t.shape)} as float32")
+        for step in self.steps:
+            for node in step.nodes if isinstance(step, HostStep) else ():
+                for shape in [*node.in_shapes, *node.out_shapes]:
+                    if shape is not None:
+                        budget.check(4 * math.prod(shape), f"{where}: host node '{node.name}' ({node.op}): "
+                                     f"its {list(shape)} as float32")
         for k, step in enumerate(self.steps):
             at = f"{where}: step {k + 1} ({step.kind} '{step.name}')"
             if isinstance(step, VtaStep):

@@ -12,11 +12,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from vtasm import budget
 from vtasm.columns import decode_stream, stream_bytes
 from vtasm.config import LOG_KEYS, VTAConfig
 from vtasm.encoding import codec_for
 from vtasm.errors import FormatError, VtaError
 from vtasm.fileio import read_mapped, write_atomic
+from vtasm.isa import MAX_DRAM_BYTES
 from vtasm.program import Program, Segment, zero_bytes
 
 from .chunks import DataCheck, framed, read_chunks, read_header
@@ -142,6 +144,11 @@ def _read_chunks(chunks: dict[str, bytes], origin: str, lazy_source_map: bool) -
 
 
 def _check_sizes(meta: Meta, chunks: dict[str, bytes], origin: str) -> None:
+    extent = max([s.addr + s.size for s in meta.segments] + [meta.dram_bytes or 0])
+    if extent > MAX_DRAM_BYTES:
+        raise FormatError(f"{origin}: the program needs {extent:#x} bytes of DRAM; a VTA program addresses at most "
+                          f"{MAX_DRAM_BYTES:#x} (4 GiB)")
+    budget.check(extent, f"{origin}: the program's DRAM (its segments reach byte {extent:,})")
     for tag, count, unit, what in (
         ("INSN", meta.n_insns, 16, "instructions"),
         ("UOPS", meta.n_uops, 4, "micro-ops"),

@@ -10,12 +10,14 @@ inference, and shape arithmetic on constants is folded away (fold.py).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
 from vtasim.host.ops import OPS as HOST_OPS
+from vtasm import budget
 from vtasm.errors import ModelError, printable
 
 from .fold import FOLD_ONLY, fix_input_shapes, model_opset, open_inputs, static_model
@@ -154,6 +156,10 @@ def load_graph(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None
             raise ModelError(f"{where}: tensor '{info.name}' has a dynamic or unknown shape [{shown}]; "
                              "the importer needs static shapes")
         shapes[info.name] = tuple(int(d.dim_value) for d in dims)
+        if any(d < 0 for d in shapes[info.name]):
+            raise ModelError(f"{name}: tensor '{info.name}' has a negative dimension {list(shapes[info.name])}")
+        budget.check(4 * math.prod(shapes[info.name]), f"{name}: tensor '{info.name}' "
+                     f"{list(shapes[info.name])} as float32", ModelError)
     for key, value in constants.items():
         shapes[key] = tuple(value.shape)
     read = {t for n in nodes for t in n.inputs} | {o.name for o in g.output}
