@@ -193,8 +193,7 @@ def _run_network(path: str, request, profile: bool, opts, trace_file: str | None
         return
     if trace_file:
         check_writable(Path(trace_file), "the trace")
-        with open(trace_file, "w") as out:
-            report = run_network_file(net, opts, out)
+        report = _traced_to_file(Path(trace_file), lambda out: run_network_file(net, opts, out))
     else:
         report = run_network_file(net, opts)
     if profile:
@@ -253,7 +252,12 @@ def _check_names(inputs, outputs, dram_dumps, program: str) -> None:
 
 
 def _simulate_to_file(prog, opts: RunOptions, path: Path):
-    """Run with the trace going to a file.
+    """Run with the trace going to a file (kept as _traced_to_file says)."""
+    return _traced_to_file(path, lambda out: simulate(prog, opts, trace_out=out))
+
+
+def _traced_to_file(path: Path, run):
+    """``run(out)`` with the trace going to a file.
 
     The trace is kept, whole, when the run succeeds or faults (it shows what
     ran); any other failure (bad input, an output that cannot be written)
@@ -266,7 +270,7 @@ def _simulate_to_file(prog, opts: RunOptions, path: Path):
     try:
         with open(tmp, "w") as out:
             try:
-                report = simulate(prog, opts, trace_out=out)
+                report = run(out)
             except SimFault:
                 out.close()
                 os.replace(tmp, path)

@@ -170,6 +170,9 @@ class VTAConfig:
         return f"{self.batch}x{self.block_in}x{self.block_out}"
 
 
+MAX_LOG = 32  # the largest LOG_* value looked at further (VTA's instructions have no wider field)
+
+
 def config_from_dict(data: object, origin: str = "configuration") -> VTAConfig:
     """Build and validate a configuration from a parsed vta_config.json object."""
     if not isinstance(data, dict):
@@ -183,6 +186,9 @@ def config_from_dict(data: object, origin: str = "configuration") -> VTAConfig:
             raise ConfigError(f"{origin}: {key} must be an integer, got {json.dumps(value)}")
         if value < 0:
             raise ConfigError(f"{origin}: {key} must not be negative, got {value}")
+        if value > MAX_LOG:  # no field of a 128-bit instruction is that wide: refused before any arithmetic
+            raise ConfigError(f"{origin}: {key}={value} is too large (at most {MAX_LOG}: a 2^{MAX_LOG} buffer or "
+                              "element width cannot be encoded)")
         values[key.lower()] = value
     extra = tuple((k, v) for k, v in data.items() if k not in LOG_KEYS)
     cfg = VTAConfig(**values, extra=extra)

@@ -6,6 +6,7 @@ import math
 import mmap
 import os
 import stat
+import tokenize
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -167,6 +168,9 @@ def _release(mapped: mmap.mmap, start: int, length: int) -> None:
         mapped.madvise(mmap.MADV_DONTNEED, first, last - first)
 
 
+NPY_HEADER_BYTES = 1 << 16  # the most header bytes read_npy reads (numpy.save writes a few hundred)
+
+
 def read_npy(path: str | Path, mapped: bool = False) -> np.ndarray:
     """Load a .npy file (no pickles), with a one-line error for anything unreadable; ``mapped`` maps it
     read-only instead of reading it (its pages are read as they are used).
@@ -189,9 +193,21 @@ def read_npy(path: str | Path, mapped: bool = False) -> np.ndarray:
             if reader is None:
                 raise FormatError(f"{path}: .npy format version {version[0]}.{version[1]}; this tool reads 1.0 "
                                   "and 2.0 (numpy.save writes them)")
-            shape, fortran, dtype = reader(fh, max_header_size=1 << 16)
+            at = fh.tell()  # the header's length, checked before numpy reads that many bytes
+            field = fh.read(2 if version == (1, 0) else 4)
+            length = int.from_bytes(field, "little")
+            if len(field) < (2 if version == (1, 0) else 4) or length > NPY_HEADER_BYTES:
+                raise FormatError(f"{path}: its header declares {length:,} bytes; a .npy header holds at most "
+                                  f"{NPY_HEADER_BYTES:,}")
+            fh.seek(at)
+            try:
+                shape, fortran, dtype = reader(fh, max_header_size=NPY_HEADER_BYTES)
+            except (ValueError, SyntaxError, TypeError, KeyError, tokenize.TokenError) as exc:
+                raise FormatError(f"{path}: not a valid .npy header: {' '.join(str(exc).split())[:160]}") from None
             if dtype.hasobject:
                 raise FormatError(f"{path}: an array of Python objects; give numbers")
+            if any(d < 0 for d in shape):
+                raise FormatError(f"{path}: its header declares a negative dimension {list(shape)}")
             count = math.prod(shape)
             start = fh.tell()
             held = os.fstat(fh.fileno()).st_size - start

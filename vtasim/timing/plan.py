@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vtasm import isa
+from vtasm import budget, isa
 from vtasm.config import VTAConfig
 from vtasm.encoding import Instruction
 
@@ -158,13 +158,23 @@ def _write_work(w: Work, insn: Instruction, cfg: VTAConfig, profile: Profile) ->
     w.bytes = x * y * elem
 
 
+BURST_BYTES = 400  # what one planned burst costs the timing model at most (its figures and timeline events)
+
+
 def plan(instructions: list[Instruction], cfg: VTAConfig, profile: Profile) -> list[Work]:
     """The timing view of every instruction of a program."""
     out = []
     macs_per_exec = cfg.batch * cfg.block_in * cfg.block_out
+    bursts = 0  # the bursts planned so far, each a few Python objects here and a few events in a timeline
     for index, insn in enumerate(instructions):
         f = insn.fields
         opcode = insn.opcode
+        if opcode in (isa.OPCODES["load"], isa.OPCODES["store"]) and f["x_size"]:
+            elem = isa.elem_bytes(cfg, f["memory_type"]) or cfg.acc_elem_bytes
+            per_row = -(-f["x_size"] * elem // (profile.bus_bytes * max(1, profile.burst_beats))) + 1
+            bursts += f["y_size"] * per_row
+            budget.check(BURST_BYTES * bursts, f"the timing model of instructions 0..{index} "
+                         f"({bursts:,} DMA bursts or more)")
         stage = insn.stage
         module = {"load": LOAD, "compute": COMPUTE, "store": STORE}.get(stage, COMPUTE)
         pops, pushes = _tokens(insn, module)

@@ -23,6 +23,8 @@ def parse_json(data: bytes, where: str) -> object:
         raise FormatError(f"{where}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
     except RecursionError:
         raise FormatError(f"{where}: invalid JSON: nested too deeply") from None
+    except ValueError as exc:  # an integer of more digits than Python converts
+        raise FormatError(f"{where}: invalid JSON: {' '.join(str(exc).split())[:100]}") from None
     _check_strings(value, where)
     return value
 

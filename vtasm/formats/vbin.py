@@ -144,7 +144,8 @@ def _read_chunks(chunks: dict[str, bytes], origin: str, lazy_source_map: bool) -
 
 
 def _check_sizes(meta: Meta, chunks: dict[str, bytes], origin: str) -> None:
-    extent = max([s.addr + s.size for s in meta.segments] + [meta.dram_bytes or 0])
+    extent = max([s.addr + s.size for s in meta.segments] + [d.addr + d.nbytes for d in meta.dumps]
+                 + [meta.dram_bytes or 0])
     if extent > MAX_DRAM_BYTES:
         raise FormatError(f"{origin}: the program needs {extent:#x} bytes of DRAM; a VTA program addresses at most "
                           f"{MAX_DRAM_BYTES:#x} (4 GiB)")

@@ -93,10 +93,10 @@ def static_model(model, name: str, opset: int, arrays: dict[str, np.ndarray] | N
     of its type and shape, so that no round of inference copies its data (a
     VGG's 550 MB of weights took inference 6 s).
     """
-    from onnx import numpy_helper, shape_inference
+    from onnx import shape_inference
 
     arrays = arrays or {}  # initialisers whose bytes were read apart from the message (wire.py)
-    values = {t.name: arrays[t.name] if t.name in arrays else numpy_helper.to_array(t) for t in model.graph.initializer}
+    values = {t.name: arrays[t.name] if t.name in arrays else _array(t, name) for t in model.graph.initializer}
     _lift_large(model, values)
     for _ in range(PASSES):
         try:
@@ -109,6 +109,27 @@ def static_model(model, name: str, opset: int, arrays: dict[str, np.ndarray] | N
         values.update(folded)
         _place(model, folded)
     return model, values
+
+
+NUMERIC_TYPES = frozenset({1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 16})  # TensorProto's numbers, bool, floats
+
+
+def _array(tensor, name: str) -> np.ndarray:
+    """An initialiser's values, or a ModelError naming it (a type the importer does not read, data that
+    does not fill its dims)."""
+    from onnx import numpy_helper
+
+    where = f"{name}: initialiser '{tensor.name}'"
+    if tensor.data_type not in NUMERIC_TYPES:
+        raise ModelError(f"{where}: ONNX element type {tensor.data_type}, which is not a number type the importer "
+                         "reads")
+    if any(d < 0 for d in tensor.dims):
+        raise ModelError(f"{where}: a negative dimension {list(tensor.dims)}")
+    try:
+        return numpy_helper.to_array(tensor)
+    except Exception as exc:  # onnx raises ValueError, TypeError or KeyError for data that do not fit
+        raise ModelError(f"{where}: its data do not fit its shape {list(tensor.dims)} "
+                         f"({' '.join(str(exc).split())[:120]})") from None
 
 
 def _lift_large(model, values: dict[str, np.ndarray]) -> None:

@@ -21,6 +21,7 @@ from vtasm import budget
 from vtasm.errors import ModelError, printable
 
 from .fold import FOLD_ONLY, fix_input_shapes, model_opset, open_inputs, static_model
+from .validate import check_nodes, check_weights
 from .wire import read_model
 
 SUPPORTED = ("Conv", "Gemm", "MatMul", "Relu", "Clip", "MaxPool", "AveragePool", "GlobalAveragePool", "Add",
@@ -76,6 +77,9 @@ def printable_names(graph) -> None:
     """Rename, consistently, every node and tensor whose name holds a character that is not printable (a line
     break, a terminal escape, a lone surrogate) to its escaped spelling: names reach the import report, the
     kernel language --emit vk writes and network files, where they must stay data."""
+    for item in [*graph.node, *graph.initializer, *graph.input, *graph.output, *graph.value_info]:
+        if isinstance(item.name, bytes):  # a name that is not UTF-8 (protobuf hands it over as bytes)
+            item.name = item.name.decode("utf-8", "backslashreplace")
     names = {t.name for t in graph.initializer} | {v.name for v in [*graph.input, *graph.output, *graph.value_info]}
     for n in graph.node:
         names.update(n.input)
@@ -125,6 +129,7 @@ def load_graph(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None
     # before any other work (folding included, which would execute what it folds): an operator that no
     # side computes and that folding could not remove (control flow, other domains) is refused
     _refuse_unknown(model.graph.node, name, {*SUPPORTED, *HOST_OPS, *FOLD_ONLY})
+    check_nodes(model, name, opset)  # each node against its schema and what the importer relies on
     fix_input_shapes(model, name, input_shapes or {})
     still_open = open_inputs(model)
     if still_open:
@@ -171,4 +176,5 @@ def load_graph(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None
                     continue
                 raise ModelError(f"{node.where(name)}: ONNX shape inference gave no shape for output '{tensor}'",
                                  node=node.name)
+    check_weights(g, constants, shapes, name)
     return Graph(name, nodes, inputs, [o.name for o in g.output], shapes, constants, opset)
