@@ -27,7 +27,7 @@ from vtasim.outputs.io import PendingFile, check_out_dir, check_writable, write_
 from vtasim.runs.launches import NetworkRun, run_network
 from vtasm.errors import FormatError, SimFault, UsageError
 from vtasm.fileio import npy_bytes, read_npy
-from vtasm.formats.network import HostStep, NetworkFile, kernel_identifier
+from vtasm.formats.network import HostStep, NetworkFile, VtaStep, kernel_identifier
 
 PLAIN_FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 
@@ -61,11 +61,21 @@ class NetworkReport:
 
 
 def check_host_steps(net: NetworkFile, origin: str) -> None:
-    """Refuse, naming the nodes, a file whose host steps use operators this simulator cannot compute."""
+    """Refuse, naming the nodes, a file whose host steps use operators this simulator cannot compute, and,
+    naming the step, a VTA launch that reads a program input no binding fills (it would run on zeros)."""
     missing = [m for s in net.steps if isinstance(s, HostStep) for m in unknown_ops(s)]
     if missing:
         raise FormatError(f"{origin}: host node{'s' if len(missing) > 1 else ''} {', '.join(missing)}: not an "
                           "operator this vtasim computes (a newer vtasim may)")
+    from vtasim.outputs.inputs import missing_inputs
+
+    for k, step in enumerate(net.steps):
+        if isinstance(step, VtaStep):
+            unbound = missing_inputs(step.program, set(step.inputs.values()))
+            if unbound:
+                raise FormatError(f"{origin}: step {k + 1} (VTA launch '{step.name}') reads program tensor"
+                                  f"{'s' if len(unbound) > 1 else ''} {', '.join(repr(t) for t in unbound[:5])} "
+                                  "that no input binding fills (it would run on zeros)")
 
 
 def _lookup(net: NetworkFile, name: str, names: list[str], what: str) -> str:

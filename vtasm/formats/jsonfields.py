@@ -18,15 +18,27 @@ def parse_json(data: bytes, where: str) -> object:
     except UnicodeDecodeError as exc:
         raise FormatError(f"{where}: not valid UTF-8 (byte {exc.start})") from None
     try:
-        value = json.loads(text)
+        value = json.loads(text, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         raise FormatError(f"{where}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
     except RecursionError:
         raise FormatError(f"{where}: invalid JSON: nested too deeply") from None
+    except FormatError as exc:  # a key given twice (_unique_keys)
+        raise FormatError(f"{where}: invalid JSON: {exc.message}") from None
     except ValueError as exc:  # an integer of more digits than Python converts
         raise FormatError(f"{where}: invalid JSON: {' '.join(str(exc).split())[:100]}") from None
     _check_strings(value, where)
     return value
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    """A JSON object whose keys are each given once (json keeps the last of repeated keys silently)."""
+    out = dict(pairs)
+    if len(out) != len(pairs):
+        seen: set[str] = set()
+        key = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise FormatError(f"the key '{printable(key)[:60]}' appears twice in one object")
+    return out
 
 
 def _check_strings(value: object, where: str) -> None:

@@ -26,7 +26,7 @@ from vtasm.errors import FormatError
 from vtasm.fileio import read_mapped, write_atomic
 from vtasm.program import Program
 
-from .chunks import framed, padding, read_chunks, read_header
+from .chunks import ALIGN, framed, padding, read_chunks, read_header
 from .jsonfields import get_int, get_list, get_object, get_str, parse_json
 from .magic import NETWORK, is_network, network_file  # noqa: F401  (where callers have found them)
 from .vbin import canonical_json, read_vbin, write_vbin
@@ -41,6 +41,9 @@ def kernel_identifier(name: str) -> str:
     """A model tensor's name as the kernel language (and so a VTA program's tensor table) spells it."""
     text = re.sub(r"[^A-Za-z0-9_]", "_", name).strip("_") or "t"
     return ("t_" + text) if text[0].isdigit() else text
+
+
+ONNX_OPSETS = (7, 21)  # the default-domain opsets the importer reads and the host steps follow
 
 
 @dataclass(frozen=True)
@@ -242,6 +245,8 @@ def read_network(data: bytes, origin: str = "<network>") -> NetworkFile:
         if dtype not in CONST_DTYPES:
             raise FormatError(f"{at} dtype: {dtype!r} is not one of {', '.join(CONST_DTYPES)}")
         offset, nbytes = get_int(entry["offset"], f"{at} offset"), get_int(entry["nbytes"], f"{at} nbytes")
+        if offset % ALIGN:
+            raise FormatError(f"{at}: offset {offset} is not a multiple of {ALIGN} (constants are 8-byte aligned)")
         if nbytes != math.prod(shape) * np.dtype(dtype).itemsize or offset + nbytes > len(host):
             raise FormatError(f"{at}: {nbytes} bytes at offset {offset} do not hold {dtype}{list(shape)} inside "
                               f"the HOST chunk ({len(host)} bytes)")
@@ -271,6 +276,8 @@ def read_network(data: bytes, origin: str = "<network>") -> NetworkFile:
     if len(used) != len(programs):
         raise FormatError(f"{origin}: {len(programs) - len(used)} PROG chunk(s) belong to no step")
     opset = get_int(meta["opset"], f"{where} opset", 1)
+    if not ONNX_OPSETS[0] <= opset <= ONNX_OPSETS[1]:
+        raise FormatError(f"{where} opset: {opset}; host steps follow opsets {ONNX_OPSETS[0]} to {ONNX_OPSETS[1]}")
     net = NetworkFile(get_str(meta["name"], f"{where} name"), opset, _strs(meta["inputs"], f"{where} inputs"),
                       _strs(meta["outputs"], f"{where} outputs"), tensors, steps, constants)
     net.check(origin)

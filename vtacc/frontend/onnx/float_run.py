@@ -29,7 +29,12 @@ def run_float(net: Network, x: np.ndarray) -> dict[str, np.ndarray]:
             values.update(_host_layer(net, layer, values))
             continue
         ins = [values[t] for t in layer.inputs]
-        y = _float_layer(layer, ins)
+        with np.errstate(all="ignore"):  # an overflow is refused below, naming the node
+            y = _float_layer(layer, ins)
+        if not np.isfinite(y).all():
+            raise ModelError(f"{net.name}: node '{layer.sources[0]}' gives NaN or infinite values on the calibration "
+                             "inputs (its weights or inputs are too large for float arithmetic)",
+                             node=layer.sources[0])
         if layer.alpha:
             y = np.where(y >= 0, y, y * layer.alpha)
         values[layer.output] = np.clip(y, layer.low, layer.high)
@@ -42,7 +47,8 @@ def _host_layer(net: Network, layer: Layer, values: dict[str, np.ndarray]) -> di
     node = layer.node
     host = HostNode(node.op, node.name, node.inputs, node.outputs, node.attrs, layer.in_shapes,
                     [net.shapes[t] if t else () for t in node.outputs])
-    inputs = {t: values[t].astype(np.float32) for t in node.inputs if t in values}
+    with np.errstate(over="ignore", invalid="ignore"):  # a value float32 cannot hold: refused below, by node
+        inputs = {t: values[t].astype(np.float32) for t in node.inputs if t in values}
     try:
         outs = run_node(host, inputs, net.constants, net.opset)
     except FormatError as exc:

@@ -16,8 +16,9 @@ import math
 import numpy as np
 
 from vtasm.errors import ModelError
+from vtasm.formats.network import ONNX_OPSETS
 
-OPSETS = (7, 21)  # the default-domain opsets the importer reads
+OPSETS = ONNX_OPSETS  # the default-domain opsets the importer reads (and a network file's host steps follow)
 KEEP = frozenset({"QuantizeLinear", "DequantizeLinear"})  # the importer reads their scales: never folded
 MAX_FOLDED = 1 << 28  # elements a folded constant may have (weights that exports compute, as VGG's 102 M-element
 # fc6 by ConstantOfShape, fold too; this only bounds what a malformed model could make)
