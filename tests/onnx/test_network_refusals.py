@@ -64,3 +64,20 @@ def _raw_netw(data: bytes, payload: bytes) -> bytes:
     length = struct.unpack_from("<Q", data, 24)[0]
     chunk = struct.pack("<4sIQ", b"NETW", zlib.crc32(payload), len(payload)) + payload + bytes(-len(payload) % 8)
     return data[:16] + chunk + data[32 + length + (-length % 8):]
+
+
+@pytest.mark.parametrize("edit,words", [
+    (lambda node: node.update(inputs=node["inputs"] * 2, in_shapes=node["in_shapes"] * 2), "2 inputs; the operator "
+     "takes one"),
+    (lambda node: node["attrs"].update(size=float("inf")), "cannot compute it"),
+    (lambda node: node["attrs"].update(size=1e30), "cannot compute it"),
+])
+def test_host_nodes_the_file_gets_wrong_are_refused_in_one_line(network, tmp_path, edit, words):
+    def change(meta):
+        host = next(s for s in meta["steps"] if s["kind"] == "host")
+        edit(host["nodes"][0])  # the LRN
+        return meta
+
+    (tmp_path / "n.vbin").write_bytes(_edited(network, change))
+    r = tool("vtasim", "run", "n.vbin", "--zero-inputs", cwd=tmp_path)
+    assert r.returncode == 1 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr

@@ -80,6 +80,12 @@ for _name, _fn in {
     "Dropout": lambda x: x,
 }.items():
     OPS[_name] = _unary(_fn)
+# operators of one input (Dropout's optional ratio and training mode aside): a network file that gives them
+# more is refused, not run with the extras ignored
+ONE_INPUT = frozenset({"Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Abs", "Neg", "Reciprocal", "Floor", "Ceil", "Erf",
+                       "Relu", "Softplus", "Softsign", "Identity", "LeakyRelu", "Elu", "HardSigmoid", "HardSwish",
+                       "LRN", "Softmax", "LogSoftmax", "GlobalAveragePool", "GlobalMaxPool", "Transpose", "Flatten",
+                       "MaxPool", "AveragePool"})
 
 
 @op("LeakyRelu")

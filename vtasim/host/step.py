@@ -9,7 +9,7 @@ import numpy as np
 from vtasm.errors import FormatError
 from vtasm.formats.network import HostNode, HostStep, NetTensor
 
-from .ops import OPS, run_op
+from .ops import ONE_INPUT, OPS, run_op
 from .quant import dequantise, quantise
 
 
@@ -46,6 +46,8 @@ def run_node(node: HostNode, env: dict[str, np.ndarray], constants: dict[str, np
     """
     if node.op not in OPS:
         raise FormatError(f"host node '{node.name}': operator {node.op} is not one the host computes")
+    if node.op in ONE_INPUT and len(node.inputs) != 1:
+        raise FormatError(f"host node '{node.name}' ({node.op}): {len(node.inputs)} inputs; the operator takes one")
     try:
         xs = []
         for t, shape in zip(node.inputs, node.in_shapes, strict=True):
@@ -53,7 +55,7 @@ def run_node(node: HostNode, env: dict[str, np.ndarray], constants: dict[str, np
             xs.append(x.reshape(shape) if x is not None and shape is not None and x.shape != tuple(shape) else x)
         with np.errstate(all="ignore"):
             outs = run_op(node.op, xs, node.attrs, opset, [tuple(s) for s in node.out_shapes])
-    except (ValueError, KeyError, IndexError, TypeError, ZeroDivisionError) as exc:
+    except (ValueError, KeyError, IndexError, TypeError, ZeroDivisionError, OverflowError) as exc:
         raise FormatError(f"host node '{node.name}' ({node.op}): cannot compute it: {exc}") from None
     result = {}
     for t, y, shape in zip(node.outputs, outs, node.out_shapes, strict=False):
