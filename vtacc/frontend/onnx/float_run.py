@@ -9,7 +9,6 @@ import numpy as np
 
 from vtasim.host.step import run_node
 from vtasm.errors import FormatError, ModelError
-from vtasm.formats.network import HostNode
 
 from .arrays import conv2d, windows
 from .network import Layer, LayerKind, Network, unhandled
@@ -45,8 +44,7 @@ def _host_layer(net: Network, layer: Layer, values: dict[str, np.ndarray]) -> di
     """A host node on the float network's values, computed as the host computes it (float32); values that
     are not finite (an overflow, a logarithm of a negative number) are refused, naming the node."""
     node = layer.node
-    host = HostNode(node.op, node.name, node.inputs, node.outputs, node.attrs, layer.in_shapes,
-                    [net.shapes[t] if t else () for t in node.outputs])
+    host = layer.host_node
     with np.errstate(over="ignore", invalid="ignore"):  # a value float32 cannot hold: refused below, by node
         inputs = {t: values[t].astype(np.float32) for t in node.inputs if t in values}
     try:

@@ -79,11 +79,21 @@ class Layer:
     node: Node | None = None  # host: the ONNX node, its inputs renamed to the tensors they alias
     reason: str = ""  # host: why VTA does not compute it
     in_shapes: list[tuple[int, ...] | None] | None = None  # host: the model's shape of each input
+    out_shapes: list[tuple[int, ...]] | None = None  # host: the shape of each output ("" outputs: ())
     alpha: float = 0.0  # a fused leaky ReLU's slope (0: none) ...
     leaky: tuple[int, ...] = ()  # ... and the right shifts whose sum VTA multiplies by instead
 
     def __post_init__(self) -> None:
         self.kind = LayerKind(self.kind)  # a name no kind has is a ValueError here, where the layer is made
+
+    @property
+    def host_node(self) -> HostNode:
+        """A host layer's node as the host computes it and the network file holds it (its tensors as renamed
+        so far, static shapes): the one place a host layer becomes a HostNode."""
+        n = self.node
+        assert n is not None and self.in_shapes is not None and self.out_shapes is not None, self.name
+        return HostNode(n.op, n.name, list(n.inputs), list(n.outputs), dict(n.attrs), list(self.in_shapes),
+                        list(self.out_shapes))
 
     @property
     def outputs(self) -> list[str]:
@@ -265,6 +275,7 @@ class _Lowering:
                       self.g.shapes[node.outputs[0]], node=renamed, reason=reason)
         layer.in_shapes = [self.g.shapes.get(original) if t else None for t, original in
                            zip(inputs, node.inputs, strict=True)]
+        layer.out_shapes = [self.g.shapes[t] if t else () for t in renamed.outputs]
         self.layers.append(layer)
         for t in node.outputs:
             if t:
@@ -720,9 +731,7 @@ def layer_macs(layer: Layer) -> int:
     if layer.kind == LayerKind.DENSE:
         return math.prod(layer.shape) * layer.weight.shape[1]
     if layer.kind == LayerKind.HOST and layer.node.op in ("Conv", "ConvTranspose", "Gemm", "MatMul"):
-        node = layer.node
-        return node_macs(HostNode(node.op, node.name, node.inputs, node.outputs, node.attrs, layer.in_shapes,
-                                  [layer.shape]))
+        return node_macs(layer.host_node)
     return 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vtasm.formats.network import HostNode, HostStep, NetTensor
+from vtasm.formats.network import HostStep, NetTensor
 
 from .network import LayerKind
 from .quantise import QLayer, QuantisedNetwork
@@ -56,11 +56,7 @@ def partition(qnet: QuantisedNetwork) -> list[Part]:
 
 def host_step(part: Part, qnet: QuantisedNetwork, name: str) -> HostStep:
     """A host part as the network file's step: its ONNX nodes with static shapes."""
-    shapes = qnet.network.shapes
-    nodes = [HostNode(q.layer.node.op, q.layer.node.name, list(q.layer.node.inputs), list(q.layer.node.outputs),
-                      dict(q.layer.node.attrs), list(q.layer.in_shapes),
-                      [shapes[t] if t else () for t in q.layer.node.outputs]) for q in part.layers]
-    return HostStep(name, nodes, part.inputs, part.outputs)
+    return HostStep(name, [q.layer.host_node for q in part.layers], part.inputs, part.outputs)
 
 
 def net_tensors(qnet: QuantisedNetwork, parts: list[Part]) -> dict[str, NetTensor]:
