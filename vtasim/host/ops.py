@@ -372,7 +372,7 @@ def _reshape(xs, a, opset, shapes):
     return [np.asarray(xs[0]).reshape(shapes[0])]
 
 
-for _name in ("Reshape", "Flatten", "Squeeze", "Unsqueeze", "Expand"):
+for _name in ("Reshape", "Flatten", "Squeeze", "Unsqueeze"):
     OPS[_name] = _reshape
 OPS["Expand"] = lambda xs, a, opset, shapes: [np.broadcast_to(np.asarray(xs[0]), shapes[0]).copy()]
 
@@ -494,8 +494,8 @@ _INTEGERS = {2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32, 7:
 
 @op("Cast")
 def _cast(xs, a, opset, shapes):
-    """To ONNX's type ``to``: integers truncate toward zero (then wrap, as a C cast of an in-range value does),
-    booleans are 0 or 1, float16 rounds; the values stay in a float array."""
+    """To ONNX's type ``to``: integers truncate toward zero and saturate at the type's bounds, booleans are 0
+    or 1, float16 rounds; the values stay in a float array."""
     x, to = _f32(xs[0]), int(a.get("to", 1))
     if to in _INTEGERS:
         kind = np.iinfo(_INTEGERS[to])

@@ -13,19 +13,13 @@ from collections import Counter
 import numpy as np
 
 from vtasm.formats.network import kernel_identifier
-from vtasm.portability import MIN_ACC_DISTANCE
+from vtasm.portability import MIN_ACC_DISTANCE, SHIFT_MAX
 
 from .network import LayerKind, unhandled
 from .partition import Part
-from .quantise import MAX_SHIFT, QLayer, QuantisedNetwork
+from .quantise import QLayer, QuantisedNetwork
 
-
-def kernel_name(name: str) -> str:
-    """An ONNX tensor name as a kernel-language name."""
-    return _ident(name)
-
-
-_ident = kernel_identifier
+kernel_name = kernel_identifier  # an ONNX tensor name as a kernel-language name (one rule: the network format's)
 
 
 def _type(dtype: str, shape) -> str:
@@ -241,7 +235,7 @@ def _foldable(q: QLayer, bias: np.ndarray, shift: np.ndarray) -> bool:
     """Whether ``bias`` and ``shift`` may replace the layer's own in an exact rewrite: no leaky slope (its
     max sits between the bias and the shift), portable shifts, and no accumulator plus either bias that can
     leave int32 (where the two would wrap differently): |acc| <= 128 * sum |w| per output channel."""
-    return not q.layer.leaky and not np.any(shift > MAX_SHIFT) and _reach_fits(q, bias)
+    return not q.layer.leaky and not np.any(shift > SHIFT_MAX) and _reach_fits(q, bias)
 
 
 def _reach_fits(q: QLayer, bias: np.ndarray) -> bool:
@@ -289,7 +283,7 @@ def emit_vk(qnet: QuantisedNetwork, part: Part | None = None) -> tuple[str, dict
     local: dict[str, str] = {}
     taken: set[str] = set()
     for t in ins + outs:
-        name = _ident(t)
+        name = kernel_identifier(t)
         while name in taken:
             name += "_"
         taken.add(name)
@@ -325,7 +319,7 @@ def emit_vk(qnet: QuantisedNetwork, part: Part | None = None) -> tuple[str, dict
         if layer.output in outs:
             target = local[layer.output]
         else:
-            target = _ident(f"t_{layer.name}")
+            target = kernel_identifier(f"t_{layer.name}")
             while target in taken:
                 target += "_"
             taken.add(target)
@@ -342,7 +336,7 @@ def program_names(qnet: QuantisedNetwork, part: Part) -> dict[str, str]:
     """The program tensor each of the part's inputs and outputs is called by (as emit_vk names them)."""
     names, taken = {}, set()
     for t in part.inputs + part.outputs:
-        name = _ident(t)
+        name = kernel_identifier(t)
         while name in taken:
             name += "_"
         taken.add(name)

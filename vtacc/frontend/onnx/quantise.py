@@ -24,11 +24,8 @@ from vtasm.formats.network import EXP_LIMIT
 from vtasm.portability import SHIFT_MAX
 
 from .calibrate import Statistics, calibrate, exponent_for
-from .float_run import run_float  # noqa: F401  (the float network, where callers have always found it)
 from .network import Layer, LayerKind, Network
 from .wire import release
-
-MAX_SHIFT = SHIFT_MAX  # VTA's portable shift amounts (a tensor shift must stay in 0..15; isa.md section 7)
 
 
 @dataclass
@@ -234,11 +231,11 @@ def _quantise_weights(q: QLayer, notes: list[str]) -> None:
     if np.any(shifts < 0):
         raise ModelError(f"layer {layer.name}: its output scale 2^{e_y} is finer than its accumulator's "
                          f"(2^{e_x + int(w_exps.max())}); the requantisation would be a left shift")
-    coarse = shifts > MAX_SHIFT
+    coarse = shifts > SHIFT_MAX
     if np.any(coarse):
-        notes.append(f"layer {layer.name}: {int(coarse.sum())} channel(s) need a shift over {MAX_SHIFT}; their "
+        notes.append(f"layer {layer.name}: {int(coarse.sum())} channel(s) need a shift over {SHIFT_MAX}; their "
                      "weights are kept coarser")
-        w_exps = np.where(coarse, e_y - e_x - MAX_SHIFT, w_exps)
+        w_exps = np.where(coarse, e_y - e_x - SHIFT_MAX, w_exps)
         shifts = e_y - e_x - w_exps
     shape = (-1,) + (1,) * (w.ndim - 1)
     q.weight = np.empty(w.shape, dtype=np.int8)
