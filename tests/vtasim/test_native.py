@@ -97,6 +97,33 @@ def test_the_loop_is_built_where_a_compiler_is():
     assert native.library() is not None
 
 
+@pytest.mark.skipif(not HAS_COMPILER, reason="no C compiler on this machine")
+def test_the_c_struct_and_codes_come_from_one_declaration_each():
+    """The library reports its struct's layout; the ctypes mirror agrees (a drift would corrupt memory, and
+    the loader then falls back to Python); the C source's codes are -D flags made from the ISA tables."""
+    import ctypes
+
+    from vtasim.core.inorder import PADDED
+    from vtasm import isa
+
+    lib = native.library()
+    assert native.layout_mismatch(lib, ctypes) is None
+    flags = native._codes()
+    assert f"-DVTA_OP_ALU={isa.OPCODES['alu']}" in flags and f"-DVTA_ALU_SHR={isa.ALU_OPS['shr']}" in flags
+    assert f"-DVTA_MEM_ACC={isa.MEM_TYPES['acc']}" in flags and f"-DVTA_HOW_PADDED={PADDED}" in flags
+    source = native.SOURCE.read_text()
+    assert "OP_ALU = 4" not in source and "OP_ALU = VTA_OP_ALU" in source
+
+    class Drifted(ctypes.Structure):  # a mirror with one field too few: caught
+        _fields_ = [(name, ctypes.c_int64) for name, _ in native._FIELDS[:-1]]
+
+    class Fake:
+        context_type = Drifted
+        vta_ctx_layout = lib.vta_ctx_layout
+
+    assert "struct vta_ctx" in native.layout_mismatch(Fake, ctypes)
+
+
 def test_no_compiler_means_the_python_units(tmp_path, monkeypatch):
     monkeypatch.setattr(native, "_loaded", native._MISSING)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))

@@ -34,6 +34,19 @@ import numpy as np
 from vtasm.grammar_cache import private_cache_dir
 
 SOURCE = Path(__file__).with_name("native_inorder.c")
+
+
+def _codes() -> tuple[str, ...]:
+    """The -D flags that give the C source its codes, from the ISA tables and the in-order rows' kinds."""
+    from vtasm import isa
+
+    from .inorder import CONTIGUOUS, PADDED, ROWS, UNIT
+
+    codes = {**{f"VTA_OP_{k.upper()}": isa.OPCODES[k] for k in ("load", "store", "gemm", "alu")},
+             **{f"VTA_MEM_{k.upper()}": isa.MEM_TYPES[k] for k in ("wgt", "inp", "acc")},
+             **{f"VTA_ALU_{k.upper()}": isa.ALU_OPS[k] for k in ("min", "max", "add", "shr", "mul")},
+             "VTA_HOW_UNIT": UNIT, "VTA_HOW_CONTIGUOUS": CONTIGUOUS, "VTA_HOW_ROWS": ROWS, "VTA_HOW_PADDED": PADDED}
+    return tuple(f"-D{name}={value}" for name, value in sorted(codes.items()))
 # SSE4.1 (every x86-64 processor since 2008) has the packed 32-bit min and max the ALU's lanes need
 FLAGS = ("-O3", "-shared", "-fPIC", "-std=c99") + (
     ("-msse4.1",) if hasattr(os, "uname") and os.uname().machine in ("x86_64", "amd64") else ())
@@ -74,9 +87,10 @@ def _load():
         return None
     compiler = os.environ.get("CC") or "cc"
     source = SOURCE.read_bytes()
-    key = f"{zlib.crc32(source + repr((FLAGS, compiler, sys.platform)).encode()):08x}{len(source):x}"
+    flags = FLAGS + _codes()
+    key = f"{zlib.crc32(source + repr((flags, compiler, sys.platform)).encode()):08x}{len(source):x}"
     path = cache / f"vtasim-inorder-{key}.so"
-    if not path.exists() and not _build(compiler, path):
+    if not path.exists() and not _build(compiler, path, flags):
         return None
     import ctypes
 
@@ -85,13 +99,27 @@ def _load():
     except OSError:
         return None
     lib.context_type = _context_type(ctypes)
+    if layout_mismatch(lib, ctypes):
+        return None
     lib.vta_run.argtypes = [ctypes.POINTER(lib.context_type), ctypes.c_int64, ctypes.c_int64]
     lib.vta_run.restype = ctypes.c_int64
     lib.byref = ctypes.byref
     return lib
 
 
-def _build(compiler: str, path: Path) -> bool:
+def layout_mismatch(lib, ctypes) -> str | None:
+    """What differs between the C struct vta_ctx (its size and field offsets, as the library reports them)
+    and the ctypes mirror, or None when they agree."""
+    found = (ctypes.c_int64 * (len(_FIELDS) + 1))()
+    lib.vta_ctx_layout(found)
+    mirror = [ctypes.sizeof(lib.context_type)] + [getattr(getattr(lib.context_type, name, None), "offset", -1)
+                                                  for name, _ in _FIELDS]
+    if list(found) == mirror:
+        return None
+    return f"struct vta_ctx: the library says size and offsets {list(found)}, native.py {mirror}"
+
+
+def _build(compiler: str, path: Path, flags: tuple[str, ...]) -> bool:
     """Compile the C source to ``path`` (through a file of this process's own, renamed into place); a
     compiler without function multiversioning gets the loop compiled once, for the baseline."""
     failed = path.with_suffix(".failed")
@@ -102,7 +130,7 @@ def _build(compiler: str, path: Path) -> bool:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         for extra in ((), ("-DVTA_NO_CLONES",)):
-            done = subprocess.run([compiler, *FLAGS, *extra, "-o", str(tmp), str(SOURCE)], capture_output=True,
+            done = subprocess.run([compiler, *flags, *extra, "-o", str(tmp), str(SOURCE)], capture_output=True,
                                   timeout=120, check=False)
             if done.returncode == 0:
                 os.replace(tmp, path)

@@ -31,10 +31,15 @@
 #define INLINE static inline
 #endif
 
-enum { OP_LOAD = 0, OP_STORE = 1, OP_GEMM = 2, OP_ALU = 4 };
-enum { HOW_UNIT = 0, HOW_CONTIGUOUS = 1, HOW_ROWS = 2, HOW_PADDED = 3 };
-enum { MEM_WGT = 1, MEM_INP = 2, MEM_ACC = 3 };
-enum { ALU_MIN = 0, ALU_MAX = 1, ALU_ADD = 2, ALU_SHR = 3, ALU_MUL = 4 };
+/* The codes come from the ISA tables and inorder.py's row kinds, as -D flags native.py writes when it builds
+   this file (vtasm.isa: OPCODES, MEM_TYPES, ALU_OPS; inorder.py: UNIT, CONTIGUOUS, ROWS, PADDED): one
+   declaration each, and a build without them fails rather than guesses. */
+enum { OP_LOAD = VTA_OP_LOAD, OP_STORE = VTA_OP_STORE, OP_GEMM = VTA_OP_GEMM, OP_ALU = VTA_OP_ALU };
+enum { HOW_UNIT = VTA_HOW_UNIT, HOW_CONTIGUOUS = VTA_HOW_CONTIGUOUS, HOW_ROWS = VTA_HOW_ROWS,
+       HOW_PADDED = VTA_HOW_PADDED };
+enum { MEM_WGT = VTA_MEM_WGT, MEM_INP = VTA_MEM_INP, MEM_ACC = VTA_MEM_ACC };
+enum { ALU_MIN = VTA_ALU_MIN, ALU_MAX = VTA_ALU_MAX, ALU_ADD = VTA_ALU_ADD, ALU_SHR = VTA_ALU_SHR,
+       ALU_MUL = VTA_ALU_MUL };
 
 struct vta_ctx {
     const int64_t *table;
@@ -375,4 +380,21 @@ int64_t vta_run(struct vta_ctx *c, int64_t start, int64_t end)
             return k;
     }
     return end;
+}
+
+
+/* Where each field of struct vta_ctx lies, and its size: native.py compares them with its ctypes mirror when
+   it loads the library, and falls back to Python if they differ (a drift would corrupt memory silently). */
+#include <stddef.h>
+#define VTA_FIELD(name) offsetof(struct vta_ctx, name)
+void vta_ctx_layout(int64_t *out)
+{
+    const size_t fields[] = {VTA_FIELD(table), VTA_FIELD(width), VTA_FIELD(dram), VTA_FIELD(inp), VTA_FIELD(wgt),
+                             VTA_FIELD(acc), VTA_FIELD(acc_depth), VTA_FIELD(lanes), VTA_FIELD(uop_dst),
+                             VTA_FIELD(uop_src), VTA_FIELD(uop_wgt), VTA_FIELD(uop_depth), VTA_FIELD(inp_loads),
+                             VTA_FIELD(wgt_loads), VTA_FIELD(batch), VTA_FIELD(block), VTA_FIELD(inp_depth),
+                             VTA_FIELD(wgt_depth)};
+    out[0] = (int64_t)sizeof(struct vta_ctx);
+    for (size_t k = 0; k < sizeof fields / sizeof fields[0]; k++)
+        out[k + 1] = (int64_t)fields[k];
 }
