@@ -103,7 +103,7 @@ def test_the_c_struct_and_codes_come_from_one_declaration_each():
     the loader then falls back to Python); the C source's codes are -D flags made from the ISA tables."""
     import ctypes
 
-    from vtasim.core.inorder import PADDED
+    from vtasim.core.native import PADDED
     from vtasm import isa
 
     lib = native.library()

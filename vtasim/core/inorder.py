@@ -27,7 +27,7 @@ from vtasim.core.alu import SHR, TENSOR_UFUNCS, alu_strategy, carry_facts, run_a
 from vtasim.core.gemm import accumulate, carry_layout, distinct_rows, exact_float, product_bound, run_gemm
 from vtasim.core.loops import CACHE_LANES, LoopPlan, PlanCache, moved
 from vtasim.core.memory import dram_fits, run_load, run_store, sram_fits
-from vtasim.core.native import native_run
+from vtasim.core.native import CONTIGUOUS, PADDED, ROWS, UNIT, native_run
 from vtasim.core.state import MachineState, int_dtype
 from vtasim.core.views import rows, strided
 from vtasm import isa
@@ -108,7 +108,6 @@ def _row(table: np.ndarray, i: int):
 
 # what a DMA entry asks for: the unit (anything unusual; it faults as the pipeline would), one contiguous
 # copy, rows copied between strided views, or a padded tile (zeroed, then its inner rows copied)
-UNIT, CONTIGUOUS, ROWS, PADDED = range(4)
 
 
 def _load_entries(v: np.ndarray, cfg, dram_size: int) -> np.ndarray:

@@ -36,11 +36,14 @@ from vtasm.grammar_cache import private_cache_dir
 SOURCE = Path(__file__).with_name("native_inorder.c")
 
 
+# how a DMA row of the in-order table (inorder.py _load_entries, _store_entries) is moved: declared here, where
+# the C loop's codes are made, and read by inorder.py
+UNIT, CONTIGUOUS, ROWS, PADDED = range(4)
+
+
 def _codes() -> tuple[str, ...]:
     """The -D flags that give the C source its codes, from the ISA tables and the in-order rows' kinds."""
     from vtasm import isa
-
-    from .inorder import CONTIGUOUS, PADDED, ROWS, UNIT
 
     codes = {**{f"VTA_OP_{k.upper()}": isa.OPCODES[k] for k in ("load", "store", "gemm", "alu")},
              **{f"VTA_MEM_{k.upper()}": isa.MEM_TYPES[k] for k in ("wgt", "inp", "acc")},
