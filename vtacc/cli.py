@@ -213,11 +213,13 @@ def _compile_onnx(source: str, calibrate: str | None, input_shapes: dict[str, tu
 
 def _explain_network(model) -> None:
     """--explain of a network: each VTA launch's report, the host steps between them."""
+    from vtasm.formats.network import Side
+
     from .explain import explain as explain_text
 
     launches = iter(model.launches)
     for k, step in enumerate(model.network.steps):
-        if step.kind == "vta":
+        if step.kind == Side.VTA:
             click.echo(f"== step {k + 1}: VTA launch '{step.name}' ==")
             click.echo(explain_text(next(launches)), nl=False)
         else:

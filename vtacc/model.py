@@ -15,7 +15,7 @@ from vtacc.frontend.onnx.partition import host_step, net_tensors
 from vtasim.timing.profile import Profile
 from vtasm.config import VTAConfig
 from vtasm.errors import CompileError, ModelError
-from vtasm.formats.network import NetworkFile, Step, VtaStep
+from vtasm.formats.network import NetworkFile, Side, Step, VtaStep
 
 from .compiler import Compiled
 from .program_builder import compile_file
@@ -50,9 +50,9 @@ def compile_imported(imported: Imported, cfg: VTAConfig, profile: Profile | None
     qnet = imported.qnet
     launches: list[Compiled] = []
     steps: list[Step] = []
-    n_vta = sum(p.kind == "vta" for p in imported.parts)
+    n_vta = sum(p.kind == Side.VTA for p in imported.parts)
     for k, part in enumerate(imported.parts):
-        if part.kind == "host":
+        if part.kind == Side.HOST:
             steps.append(host_step(part, qnet, f"host{k + 1}"))
             continue
         if imported.whole_on_vta:

@@ -18,14 +18,14 @@ import numpy as np
 
 from vtacc.frontend.onnx.network import layer_macs
 from vtasim.host.step import node_macs, run_host_step
-from vtasm.formats.network import HostStep, NetworkFile
+from vtasm.formats.network import HostStep, NetworkFile, Side
 
 
 @dataclass
 class StepFigures:
     """One step: where it runs, what it computes, its MACs and seconds."""
 
-    where: str  # "VTA" or "host"
+    where: Side
     name: str
     ops: str
     macs: int
@@ -49,14 +49,15 @@ def step_figures(model) -> list[StepFigures]:
     ops_of = model.imported.qnet.network.ops
     figures = []
     for step, part in zip(model.network.steps, model.imported.parts, strict=True):
-        if step.kind == "vta":
+        if step.kind == Side.VTA:
             compiled = next(launches)
             report = compiled.timed.report
             ops = dict.fromkeys(ops_of.get(src, "?") for q in part.layers for src in q.layer.sources)
-            figures.append(StepFigures("VTA", step.name, ", ".join(ops), sum(layer_macs(q.layer) for q in part.layers),
+            macs = sum(layer_macs(q.layer) for q in part.layers)
+            figures.append(StepFigures(Side.VTA, step.name, ", ".join(ops), macs,
                                        report.cycles / (compiled.profile.clock_mhz * 1e6)))
         else:
-            figures.append(StepFigures("host", step.name, ", ".join(n.op for n in step.nodes),
+            figures.append(StepFigures(Side.HOST, step.name, ", ".join(n.op for n in step.nodes),
                                        sum(node_macs(n) for n in step.nodes), _host_seconds(step, model.network)))
     return figures
 
@@ -67,12 +68,12 @@ def summary(figures: list[StepFigures], profile_name: str) -> str:
     total_s = sum(f.seconds for f in figures) or 1.0
     lines = [f"where it runs (VTA: timing model, {profile_name}; host: measured here on zero inputs)"]
     for k, f in enumerate(figures):
-        lines.append(f"  step {k + 1:<3} {f.where:<4} {f.name:<8} {f.macs:>15,} MACs {f.seconds * 1e3:10.3f} ms  "
+        lines.append(f"  step {k + 1:<3} {f.where.label:<4} {f.name:<8} {f.macs:>15,} MACs {f.seconds * 1e3:10.3f} ms  "
                      f"{f.ops[:60]}")
-    for side in ("VTA", "host"):
+    for side in Side:
         macs = sum(f.macs for f in figures if f.where == side)
         secs = sum(f.seconds for f in figures if f.where == side)
         count = sum(f.where == side for f in figures)
-        lines.append(f"  {side}: {count} step{'s' if count != 1 else ''}, {macs:,} MACs "
+        lines.append(f"  {side.label}: {count} step{'s' if count != 1 else ''}, {macs:,} MACs "
                      f"({100 * macs / total_macs:.1f}%), {secs * 1e3:.3f} ms ({100 * secs / total_s:.1f}% of the time)")
     return "\n".join(lines) + "\n"

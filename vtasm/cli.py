@@ -72,12 +72,12 @@ def disasm(binary: str, output: str | None, config_path: str | None) -> None:
 def dump(binary: str, uops: bool, config_path: str | None) -> None:
     """Print the VTA runtime's instruction listing (and micro-ops with --uops)."""
     from vtasm.formats.dump import dump_instructions, dump_uops
-    from vtasm.formats.network import load_network, network_file
+    from vtasm.formats.network import Side, load_network, network_file
 
     if network_file(binary):  # every launch's listing, with the network's steps between them
         net = load_network(binary)
         for k, step in enumerate(net.steps):
-            if step.kind == "host":
+            if step.kind == Side.HOST:
                 ops = ", ".join(f"{n.op} '{n.name}'" for n in step.nodes)
                 click.echo(f"== step {k + 1}: host step '{step.name}': {ops} ==")
                 continue

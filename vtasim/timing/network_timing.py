@@ -9,7 +9,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from vtasim.timing.profile import Profile
-from vtasm.formats.network import NetworkFile, VtaStep
+from vtasm.formats.network import NetworkFile, Side, VtaStep
 
 
 @dataclass(frozen=True)
@@ -18,7 +18,7 @@ class StepTiming:
     step (``seconds`` measured here, the median over the runs; None when it was not run)."""
 
     step: int  # 1-based, as the table numbers them
-    kind: str  # "vta" or "host"
+    kind: Side
     name: str
     what: str  # a launch's cycles as text, a host step's operators
     cycles: int | None
@@ -36,16 +36,16 @@ class NetworkTiming:
     @property
     def vta_cycles(self) -> int:
         """The VTA launches' cycles, added up."""
-        return sum(s.cycles or 0 for s in self.steps if s.kind == "vta")
+        return sum(s.cycles or 0 for s in self.steps if s.kind == Side.VTA)
 
     @property
     def vta_seconds(self) -> float:
-        return sum(s.seconds or 0.0 for s in self.steps if s.kind == "vta")
+        return sum(s.seconds or 0.0 for s in self.steps if s.kind == Side.VTA)
 
     @property
     def host_seconds(self) -> float:
         """The host steps' measured seconds (0 for steps not run)."""
-        return sum(s.seconds or 0.0 for s in self.steps if s.kind == "host")
+        return sum(s.seconds or 0.0 for s in self.steps if s.kind == Side.HOST)
 
     @property
     def seconds(self) -> float:
@@ -58,13 +58,13 @@ class NetworkTiming:
 
     def text(self) -> str:
         """The table, one line a step and a line of totals."""
-        vta = sum(s.kind == "vta" for s in self.steps)
+        vta = sum(s.kind == Side.VTA for s in self.steps)
         host = len(self.steps) - vta
         lines = [f"timing ({self.profile}): {vta} VTA launch{'es' if vta != 1 else ''}, {host} host "
                  f"step{'s' if host != 1 else ''}"]
         for s in self.steps:
             seconds = s.seconds or 0.0
-            if s.kind == "vta":
+            if s.kind == Side.VTA:
                 lines.append(f"  step {s.step:<3} VTA  {s.name:<12} {s.what:>22} = {seconds * 1e3:10.3f} ms "
                              f"at {self.clock_mhz:g} MHz (timing model)")
             else:
@@ -88,10 +88,10 @@ def time_network(net: NetworkFile, profile: Profile, runs: list | None = None) -
     for k, step in enumerate(net.steps):
         if isinstance(step, VtaStep):
             cycles = time_program(step.program, profile, record=False).report.cycles
-            steps.append(StepTiming(k + 1, "vta", step.name, f"{cycles:,} cycles", cycles,
+            steps.append(StepTiming(k + 1, Side.VTA, step.name, f"{cycles:,} cycles", cycles,
                                     cycles / (profile.clock_mhz * 1e6)))
         else:
             measured = [r.records[k].seconds for r in runs] if runs else []
-            steps.append(StepTiming(k + 1, "host", step.name, ", ".join(n.op for n in step.nodes), None,
+            steps.append(StepTiming(k + 1, Side.HOST, step.name, ", ".join(n.op for n in step.nodes), None,
                                     float(np.median(measured)) if measured else None))
     return NetworkTiming(profile.name, profile.clock_mhz, tuple(steps))

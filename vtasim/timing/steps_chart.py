@@ -16,8 +16,9 @@ from pathlib import Path
 from vtasim.timing.network_timing import NetworkTiming
 from vtasm.errors import UsageError
 from vtasm.fileio import write_atomic
+from vtasm.formats.network import Side
 
-COLOURS = {"vta": "#d62728", "host": "#1f77b4"}
+COLOURS = {Side.VTA: "#d62728", Side.HOST: "#1f77b4"}
 
 
 def draw_steps(timing: NetworkTiming, path: str | Path, title: str) -> None:
@@ -31,7 +32,7 @@ def draw_steps(timing: NetworkTiming, path: str | Path, title: str) -> None:
     ax, shares = fig.subplots(2, 1, gridspec_kw={"height_ratios": (3, 1)})
     total = sum(s.seconds for s in steps) or 1.0
     start = 0.0
-    rows = {"vta": 1, "host": 0}
+    rows = {Side.VTA: 1, Side.HOST: 0}
     for s in steps:
         ms = s.seconds * 1e3
         ax.broken_barh([(start, max(ms, total * 1e3 / 2000))], (rows[s.kind] - 0.35, 0.7),
@@ -45,16 +46,16 @@ def draw_steps(timing: NetworkTiming, path: str | Path, title: str) -> None:
     ax.set_ylim(-0.6, 1.6)
     ax.set_xlabel("time (ms)")
     ax.grid(axis="x", alpha=0.3)
-    vta = sum(s.seconds for s in steps if s.kind == "vta")
+    vta = sum(s.seconds for s in steps if s.kind == Side.VTA)
     host = total - vta if steps else 0.0
-    shares.barh([0], [vta / total * 100], color=COLOURS["vta"], label=f"VTA {vta * 1e3:,.2f} ms")
-    shares.barh([0], [host / total * 100], left=[vta / total * 100], color=COLOURS["host"],
+    shares.barh([0], [vta / total * 100], color=COLOURS[Side.VTA], label=f"VTA {vta * 1e3:,.2f} ms")
+    shares.barh([0], [host / total * 100], left=[vta / total * 100], color=COLOURS[Side.HOST],
                 label=f"host {host * 1e3:,.2f} ms")
     shares.set_xlim(0, 100)
     shares.set_yticks([])
     shares.set_xlabel("share of the run (%)")
     shares.legend(loc="upper center", bbox_to_anchor=(0.5, -0.9), ncol=2, frameon=False, fontsize=9)
-    launches = sum(s.kind == "vta" for s in steps)
+    launches = sum(s.kind == Side.VTA for s in steps)
     fig.suptitle(f"{title}: {launches} VTA launch{'es' if launches != 1 else ''} and {len(steps) - launches} "
                  f"host step{'s' if len(steps) - launches != 1 else ''}, {total * 1e3:,.2f} ms per run", fontsize=11)
     buf = io.BytesIO()

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 
 import numpy as np
@@ -41,6 +42,24 @@ def kernel_identifier(name: str) -> str:
     """A model tensor's name as the kernel language (and so a VTA program's tensor table) spells it."""
     text = re.sub(r"[^A-Za-z0-9_]", "_", name).strip("_") or "t"
     return ("t_" + text) if text[0].isdigit() else text
+
+
+class Side(str, Enum):
+    """Where a network's step runs: a VTA launch or the host CPU (the step kinds of the network file)."""
+
+    VTA = "vta"
+    HOST = "host"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    @property
+    def label(self) -> str:
+        """The side as reports name it ('VTA', 'host')."""
+        return "VTA" if self is Side.VTA else "host"
 
 
 ONNX_OPSETS = (7, 21)  # the default-domain opsets the importer reads and the host steps follow
@@ -81,7 +100,7 @@ class HostStep:
     inputs: list[str]
     outputs: list[str]
 
-    kind = "host"
+    kind = Side.HOST
 
 
 @dataclass
@@ -93,7 +112,7 @@ class VtaStep:
     inputs: dict[str, str]
     outputs: dict[str, str]
 
-    kind = "vta"
+    kind = Side.VTA
 
 
 Step = VtaStep | HostStep
@@ -187,11 +206,11 @@ def write_network(net: NetworkFile) -> bytes:
     steps = []
     for step in net.steps:
         if isinstance(step, VtaStep):
-            steps.append({"kind": "vta", "name": step.name, "program": len(programs), "inputs": step.inputs,
+            steps.append({"kind": Side.VTA.value, "name": step.name, "program": len(programs), "inputs": step.inputs,
                           "outputs": step.outputs})
             programs.append(write_vbin(step.program))
         else:
-            steps.append({"kind": "host", "name": step.name, "inputs": step.inputs, "outputs": step.outputs,
+            steps.append({"kind": Side.HOST.value, "name": step.name, "inputs": step.inputs, "outputs": step.outputs,
                           "nodes": [_node_json(n) for n in step.nodes]})
     meta = {"name": net.name, "opset": net.opset, "inputs": net.inputs, "outputs": net.outputs,
             "tensors": [{"name": t.name, "shape": list(t.shape), "exp": t.exp} for t in net.tensors.values()],
@@ -256,9 +275,9 @@ def read_network(data: bytes, origin: str = "<network>") -> NetworkFile:
     used = set()
     for k, entry in enumerate(get_list(meta["steps"], f"{where} steps")):
         at = f"{where} steps[{k}]"
-        if not isinstance(entry, dict) or entry.get("kind") not in ("vta", "host"):
+        if not isinstance(entry, dict) or entry.get("kind") not in [s.value for s in Side]:
             raise FormatError(f"{at}: expected an object whose kind is 'vta' or 'host'")
-        if entry["kind"] == "vta":
+        if entry["kind"] == Side.VTA:
             entry = get_object(entry, at, ("kind", "name", "program", "inputs", "outputs"))
             index = get_int(entry["program"], f"{at} program")
             if index >= len(programs) or index in used:

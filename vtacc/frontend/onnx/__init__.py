@@ -19,6 +19,7 @@ import numpy as np
 
 from vtasm.errors import FormatError, ModelError
 from vtasm.fileio import read_npy
+from vtasm.formats.network import Side
 
 from .accuracy import SAMPLES, measure
 from .emit_vk import emit_vk, kernel_name
@@ -40,7 +41,7 @@ class Imported:
 
     @property
     def whole_on_vta(self) -> bool:
-        return len(self.parts) == 1 and self.parts[0].kind == "vta"
+        return len(self.parts) == 1 and self.parts[0].kind == Side.VTA
 
     @property
     def input_name(self) -> str:
@@ -78,9 +79,9 @@ class Imported:
 
     def placement(self) -> str:
         """One line: how many VTA launches and host steps, and which operators the host computes."""
-        vta = sum(p.kind == "vta" for p in self.parts)
-        host = [p for p in self.parts if p.kind == "host"]
-        on_vta = sum(layer_macs(q.layer) for p in self.parts if p.kind == "vta" for q in p.layers)
+        vta = sum(p.kind == Side.VTA for p in self.parts)
+        host = [p for p in self.parts if p.kind == Side.HOST]
+        on_vta = sum(layer_macs(q.layer) for p in self.parts if p.kind == Side.VTA for q in p.layers)
         on_host = sum(layer_macs(q.layer) for p in host for q in p.layers)
         macs = f"; MACs: VTA {on_vta:,}" + (f", host {on_host:,}" if host else "")
         if not host:
@@ -154,5 +155,5 @@ def import_model(path: str | Path, calibration: str | Path | np.ndarray | None =
     if data is not None:
         qnet.sqnr = measure(qnet, data)
     parts = partition(qnet)
-    source, params = emit_vk(qnet) if len(parts) == 1 and parts[0].kind == "vta" else ("", {})
+    source, params = emit_vk(qnet) if len(parts) == 1 and parts[0].kind == Side.VTA else ("", {})
     return Imported(qnet, source, params, parts)

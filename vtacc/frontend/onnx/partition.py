@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from vtasm.formats.network import HostStep, NetTensor
+from vtasm.formats.network import HostStep, NetTensor, Side
 
 from .network import LayerKind
 from .quantise import QLayer, QuantisedNetwork
@@ -15,7 +15,7 @@ from .quantise import QLayer, QuantisedNetwork
 class Part:
     """Consecutive layers that run on one side: what they read from before and write for later."""
 
-    kind: str  # "vta" or "host"
+    kind: Side
     layers: list[QLayer]
     inputs: list[str]
     outputs: list[str]
@@ -50,7 +50,7 @@ def partition(qnet: QuantisedNetwork) -> list[Part]:
         written = [t for q in group for t in q.layer.outputs if t]
         inputs = list(dict.fromkeys(t for q in group for t in _reads(q) if home.get(t) != k))
         outputs = [t for t in written if t in wanted.get(k, set())]
-        parts.append(Part("host" if group[0].kind == LayerKind.HOST else "vta", group, inputs, outputs))
+        parts.append(Part(Side.HOST if group[0].kind == LayerKind.HOST else Side.VTA, group, inputs, outputs))
     return parts
 
 

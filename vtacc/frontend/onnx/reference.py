@@ -11,6 +11,7 @@ import numpy as np
 
 from vtacc.frontend.check_builtins import average_multiplier
 from vtasim.host.step import run_host_step
+from vtasm.formats.network import Side
 
 from .arrays import conv2d, windows
 from .network import LayerKind, unhandled
@@ -40,7 +41,7 @@ def run_int8(qnet: QuantisedNetwork, x: np.ndarray) -> dict[str, np.ndarray]:
     parts = partition(qnet)
     tensors = net_tensors(qnet, parts)
     for k, part in enumerate(parts):
-        if part.kind == "host":
+        if part.kind == Side.HOST:
             values.update(run_host_step(host_step(part, qnet, f"host{k}"), values, tensors, net.constants,
                                         net.opset))
             continue
