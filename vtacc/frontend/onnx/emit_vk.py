@@ -185,10 +185,25 @@ def _fused_name(product: QLayer, consumer: QLayer, taken: set[str]) -> str:
     """A joined kernel's name: the product's, then the consumer's past the prefix they share
     (layer1_0_conv2 and layer1_0_add: layer1_0_conv2_add), none of ``taken``."""
     common = os.path.commonprefix([product.name, consumer.name])
-    name = kernel_identifier(f"{product.name}_{consumer.name[common.rfind('_') + 1:]}")
+    return _free(kernel_identifier(f"{product.name}_{consumer.name[common.rfind('_') + 1:]}"), taken)
+
+
+def _free(name: str, taken: set[str]) -> str:
+    """``name``, with underscores appended until it is none of ``taken``."""
     while name in taken:
         name += "_"
     return name
+
+
+def _tensor_names(tensors: list[str]) -> tuple[dict[str, str], set[str]]:
+    """The kernel-language name of each of a program's input and output tensors, distinct (the program's
+    tensor table names them so: emit_vk and program_names both read it), and every name given."""
+    names: dict[str, str] = {}
+    taken: set[str] = set()
+    for t in tensors:
+        names[t] = _free(kernel_identifier(t), taken)
+        taken.add(names[t])
+    return names, taken
 
 
 def _fused_text(name: str, product: QLayer, consumer: QLayer, qnet: QuantisedNetwork, more: list[str],
@@ -280,14 +295,7 @@ def emit_vk(qnet: QuantisedNetwork, part: Part | None = None) -> tuple[str, dict
     for note in qnet.notes:
         parts.append(f"# note: {note}\n")
     values: dict[str, np.ndarray] = {}
-    local: dict[str, str] = {}
-    taken: set[str] = set()
-    for t in ins + outs:
-        name = kernel_identifier(t)
-        while name in taken:
-            name += "_"
-        taken.add(name)
-        local[t] = name
+    local, taken = _tensor_names(ins + outs)
     main_params = [f"{local[t]}: {_type('int8', shapes[t])}" for t in ins]
     lines = []
     fusions = residual_fusions(layers, outs)
@@ -319,9 +327,7 @@ def emit_vk(qnet: QuantisedNetwork, part: Part | None = None) -> tuple[str, dict
         if layer.output in outs:
             target = local[layer.output]
         else:
-            target = kernel_identifier(f"t_{layer.name}")
-            while target in taken:
-                target += "_"
+            target = _free(kernel_identifier(f"t_{layer.name}"), taken)
             taken.add(target)
             local[layer.output] = target
         lines.append(f"    {target} = {call}")
@@ -334,11 +340,4 @@ def emit_vk(qnet: QuantisedNetwork, part: Part | None = None) -> tuple[str, dict
 
 def program_names(qnet: QuantisedNetwork, part: Part) -> dict[str, str]:
     """The program tensor each of the part's inputs and outputs is called by (as emit_vk names them)."""
-    names, taken = {}, set()
-    for t in part.inputs + part.outputs:
-        name = kernel_identifier(t)
-        while name in taken:
-            name += "_"
-        taken.add(name)
-        names[t] = name
-    return names
+    return _tensor_names(part.inputs + part.outputs)[0]
