@@ -17,6 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from vtasm import budget
+from vtasm.formats.network import ONNX_DTYPES
 
 Arrays = list[np.ndarray | None]
 Op = Callable[[Arrays, dict, int, list[tuple[int, ...]]], list[np.ndarray]]
@@ -488,8 +489,7 @@ def _resize(xs, a, opset, shapes):
                      a.get("nearest_mode", "round_prefer_floor"))]
 
 
-_INTEGERS = {2: np.uint8, 3: np.int8, 4: np.uint16, 5: np.int16, 6: np.int32, 7: np.int64, 12: np.uint32,
-             13: np.uint64}
+_INTEGERS = {code: np.dtype(kind).type for code, kind in ONNX_DTYPES.items() if np.dtype(kind).kind in "iu"}
 
 
 @op("Cast")

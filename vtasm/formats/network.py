@@ -62,6 +62,10 @@ class Side(str, Enum):
         return "VTA" if self is Side.VTA else "host"
 
 
+# ONNX's element types (TensorProto.DataType) whose values are plain little-endian numbers, by code: the
+# importer reads initialisers and external data by it, the host's Cast converts to it
+ONNX_DTYPES = {1: "<f4", 2: "u1", 3: "i1", 4: "<u2", 5: "<i2", 6: "<i4", 7: "<i8", 9: "?", 10: "<f2", 11: "<f8",
+               12: "<u4", 13: "<u8"}
 ONNX_OPSETS = (7, 21)  # the default-domain opsets the importer reads and the host steps follow
 
 

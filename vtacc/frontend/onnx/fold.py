@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from vtasm.errors import ModelError
-from vtasm.formats.network import ONNX_OPSETS
+from vtasm.formats.network import ONNX_DTYPES, ONNX_OPSETS
 
 OPSETS = ONNX_OPSETS  # the default-domain opsets the importer reads (and a network file's host steps follow)
 KEEP = frozenset({"QuantizeLinear", "DequantizeLinear"})  # the importer reads their scales: never folded
@@ -112,7 +112,7 @@ def static_model(model, name: str, opset: int, arrays: dict[str, np.ndarray] | N
     return model, values
 
 
-NUMERIC_TYPES = frozenset({1, 2, 3, 4, 5, 6, 7, 9, 10, 11, 12, 13, 16})  # TensorProto's numbers, bool, floats
+NUMERIC_TYPES = frozenset(ONNX_DTYPES) | {16}  # the plain numbers, and bfloat16 (onnx converts it)
 
 
 def _array(tensor, name: str) -> np.ndarray:

@@ -35,6 +35,7 @@ except ImportError:  # numpy 1.x
 
 from vtasm.errors import FormatError, ModelError
 from vtasm.fileio import open_regular
+from vtasm.formats.network import ONNX_DTYPES
 
 from .external import load_external
 
@@ -42,8 +43,7 @@ CUT_BYTES = 1 << 16  # raw_data of at least this many bytes is read into an arra
 MODEL_GRAPH, GRAPH_INITIALIZER, TENSOR_DATA_TYPE, TENSOR_RAW_DATA = 7, 5, 2, 9
 VARINT, FIXED64, LENGTH, FIXED32 = 0, 1, 2, 5
 # ONNX element types whose raw bytes are plain little-endian numpy values
-RAW_TYPES = {1: "<f4", 2: "u1", 3: "i1", 4: "<u2", 5: "<i2", 6: "<i4", 7: "<i8", 9: "?", 10: "<f2", 11: "<f8",
-             12: "<u4", 13: "<u8"}
+RAW_TYPES = ONNX_DTYPES
 
 
 class WireError(Exception):
