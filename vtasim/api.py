@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from vtasim.core.pipeline import DEFAULT_MAX_OPS
-from vtasim.network_cli import check_host_steps, int8_inputs, run_batches, stacked
+from vtasim.network_cli import check_runnable, int8_inputs, run_batches, stacked
 from vtasim.timing.names import DEFAULT
 from vtasim.timing.network_timing import NetworkTiming, time_network
 from vtasm.formats.network import NetworkFile, load_network
@@ -28,7 +28,7 @@ from vtasm.formats.network import NetworkFile, load_network
 def load(path: str | Path) -> NetworkFile:
     """A network file written by `vtacc MODEL.onnx -o NET.vbin` (FormatError names what is wrong)."""
     net = load_network(path)
-    check_host_steps(net, str(path))
+    check_runnable(net, str(path))
     return net
 
 

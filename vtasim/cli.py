@@ -179,12 +179,12 @@ def _refuse_for_network(dram_dumps, trace_format, trace_source, timeline) -> Non
 
 def _run_network(path: str, request, profile: bool, opts, trace_file: str | None) -> None:
     """`vtasim run` of a network file: every launch and host step, the timing table, the outputs."""
-    from vtasim.network_cli import check_host_steps, run_network_file
+    from vtasim.network_cli import check_runnable, run_network_file
     from vtasim.timing.network_timing import time_network
     from vtasm.formats.network import load_network
 
     net = load_network(path)
-    check_host_steps(net, path)
+    check_runnable(net, path)
     if request.only:
         if opts.outputs or opts.trace or opts.lint or opts.check_races:
             raise UsageError("--timing-only computes no data, so --output, --trace, --lint and --check-races "

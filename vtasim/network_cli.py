@@ -60,7 +60,7 @@ class NetworkReport:
     lint_summary: str = ""
 
 
-def check_host_steps(net: NetworkFile, origin: str) -> None:
+def check_runnable(net: NetworkFile, origin: str) -> None:
     """Refuse, naming the nodes, a file whose host steps use operators this simulator cannot compute, and,
     naming the step, a VTA launch that reads a program input no binding fills (it would run on zeros)."""
     missing = [m for s in net.steps if isinstance(s, HostStep) for m in unknown_ops(s)]
@@ -179,7 +179,7 @@ def int8_inputs(net: NetworkFile, arrays: dict[str, np.ndarray], origin: str,
 
 def run_network_file(net: NetworkFile, opts: NetworkOptions, out: TextIO | None = None) -> NetworkReport:
     """Run the network on the given files and write the outputs (only after every run succeeded)."""
-    check_host_steps(net, opts.origin)
+    check_runnable(net, opts.origin)
     given: dict[str, Samples] = {}
     for name, path in opts.inputs:
         given.update(int8_inputs(net, {name: read_npy(path, mapped=True)}, path))  # samples read one by one

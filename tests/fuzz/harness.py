@@ -74,3 +74,13 @@ def tools_run(title: str, family: str, chosen, commands, tmp_path) -> Failures:
     for (fam, case, outputs, allowed), outcome in zip(checks, run_many(jobs), strict=True):
         failures.tool(fam, case, outcome, outputs, allowed, escaped(outputs))
     return failures
+
+
+def seed_keeps_the_contract(title: str, commands: list, cwd) -> None:
+    """Every command on the unmutated seed succeeds and keeps the contract (else the mutations prove little)."""
+    failures = Failures(title)
+    for args, outputs, allowed in commands:
+        [outcome] = run_many([dict(args=args, cwd=cwd)])
+        assert outcome.returncode == 0, outcome.err
+        failures.tool("seed", "the seed", outcome, outputs, allowed)
+    failures.check()

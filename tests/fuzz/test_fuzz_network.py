@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from .contract import ALLOWED_SIM, Failures, run_many
-from .harness import api_run, make_cases, sample, tools_run
+from .contract import ALLOWED_SIM
+from .harness import api_run, make_cases, sample, seed_keeps_the_contract, tools_run
 from .mutators import mutate_network, mutate_network_targeted, network_targeted_count
 
 API_CASES, TOOL_CASES = 150, 20
@@ -40,13 +40,8 @@ def network_api(seeds, tmp_path_factory):
 
 
 def test_the_seed_network_passes_every_command(seeds, tmp_path):
-    failures = Failures("network seed")
     seeds.network_bytes()  # compiled on first use
-    for args, outputs, allowed in network_commands(seeds)(seeds.network, tmp_path / "out"):
-        [outcome] = run_many([dict(args=args, cwd=tmp_path)])
-        assert outcome.returncode == 0, outcome.err
-        failures.tool("seed", "the seed", outcome, outputs, allowed)
-    failures.check()
+    seed_keeps_the_contract("network seed", network_commands(seeds)(seeds.network, tmp_path / "out"), tmp_path)
 
 
 def test_mutated_network_files_are_refused_by_the_reader_with_a_format_error(network_api):

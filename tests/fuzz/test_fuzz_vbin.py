@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from .contract import ALLOWED, ALLOWED_SIM, Failures, run_many
-from .harness import api_run, make_cases, sample, tools_run
+from .contract import ALLOWED, ALLOWED_SIM
+from .harness import api_run, make_cases, sample, seed_keeps_the_contract, tools_run
 from .mutators import mutate_vbin, mutate_vbin_targeted, vbin_targeted_count
 
 API_CASES, TOOL_CASES = 250, 10
@@ -43,12 +43,7 @@ def vbin_api(seeds, tmp_path_factory):
 
 
 def test_the_seed_program_passes_every_command(seeds, tmp_path):
-    failures = Failures("vbin seed")
-    for args, outputs, allowed in vbin_commands(seeds.vbin, tmp_path / "out"):
-        [outcome] = run_many([dict(args=args, cwd=tmp_path)])
-        assert outcome.returncode == 0, outcome.err
-        failures.tool("seed", "the seed", outcome, outputs, allowed)
-    failures.check()
+    seed_keeps_the_contract("vbin seed", vbin_commands(seeds.vbin, tmp_path / "out"), tmp_path)
 
 
 def test_mutated_vbin_files_are_refused_by_the_reader_with_a_format_error(vbin_api):

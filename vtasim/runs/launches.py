@@ -39,7 +39,7 @@ class StepRecord:
 
 @dataclass
 class NetworkRun:
-    """The run's int8 model outputs (every tensor it produced, with ``keep_all``) and each step's record."""
+    """The run's int8 model outputs and each step's record."""
 
     values: dict[str, np.ndarray]
     records: list[StepRecord] = field(default_factory=list)
@@ -49,7 +49,7 @@ class NetworkRun:
 
 
 def run_network(net: NetworkFile, inputs: dict[str, np.ndarray], max_ops: int = DEFAULT_MAX_OPS,
-                before_step: StepHook | None = None, keep_all: bool = False) -> NetworkRun:
+                before_step: StepHook | None = None) -> NetworkRun:
     """Run every step on the int8 ``inputs`` (model input name -> array in its model shape).
 
     Raises FormatError for a missing or badly shaped input, SimFault for a
@@ -80,6 +80,5 @@ def run_network(net: NetworkFile, inputs: dict[str, np.ndarray], max_ops: int = 
         for net_name, prog_name in step.outputs.items():
             values[net_name] = got[prog_name].reshape(net.tensors[net_name].shape)
         run.records.append(StepRecord(step, time.perf_counter() - started, result.profile()))
-    if not keep_all:
-        run.values = {t: values[t] for t in net.outputs}
+    run.values = {t: values[t] for t in net.outputs}  # the intermediate tensors go with the run
     return run

@@ -88,7 +88,7 @@ def _split(beats: int, profile: Profile, addr: int) -> list[int]:
     return out
 
 
-def _read_work(w: Work, insn: Instruction, cfg: VTAConfig, profile: Profile) -> None:
+def _read_work(w: Work, insn: Instruction, cfg: VTAConfig, profile: Profile, before: int = 0) -> None:
     f = insn.fields
     mem = f["memory_type"]
     bus = profile.bus_bytes
@@ -96,6 +96,7 @@ def _read_work(w: Work, insn: Instruction, cfg: VTAConfig, profile: Profile) -> 
         n = f["x_size"]
         w.setup = profile.dma_uop_fixed
         beats = -(-n * cfg.uop_elem_bytes // profile.dma_uop_beat_bytes)
+        _room(w.index, before, 1, beats, profile)
         w.bursts = tuple(_split(beats, profile, f["dram_base"] * cfg.uop_elem_bytes))
         w.gaps = (0,) * len(w.bursts)
         w.bytes = n * cfg.uop_elem_bytes
@@ -106,6 +107,7 @@ def _read_work(w: Work, insn: Instruction, cfg: VTAConfig, profile: Profile) -> 
     per = -(-elem // bus)  # beats per element
     x, y, stride = f["x_size"], f["y_size"], f["x_stride"]
     xp0, xp1, yp0, yp1 = f["x_pad_0"], f["x_pad_1"], f["y_pad_0"], f["y_pad_1"]
+    _room(w.index, before, y, x * per, profile)
     pad = 1 if profile.dma_pad_by_element else per  # cycles per padded element
     width = (xp0 + x + xp1) * pad
     if profile.burst_boundary_bytes:  # bursts depend on each row's address
@@ -135,11 +137,12 @@ def _read_work(w: Work, insn: Instruction, cfg: VTAConfig, profile: Profile) -> 
     w.bytes = x * y * elem
 
 
-def _write_work(w: Work, insn: Instruction, cfg: VTAConfig, profile: Profile) -> None:
+def _write_work(w: Work, insn: Instruction, cfg: VTAConfig, profile: Profile, before: int = 0) -> None:
     f = insn.fields
     elem = isa.elem_bytes(cfg, isa.MEM_TYPES["out"])
     per = -(-elem // profile.bus_bytes)
     x, y, stride = f["x_size"], f["y_size"], f["x_stride"]
+    _room(w.index, before, y, x * per, profile)
     bursts, busy, commands = [], [], set()
     for row in range(y):
         addr = (f["dram_base"] + row * stride) * elem
@@ -161,20 +164,21 @@ def _write_work(w: Work, insn: Instruction, cfg: VTAConfig, profile: Profile) ->
 BURST_BYTES = 400  # what one planned burst costs the timing model at most (its figures and timeline events)
 
 
+def _room(index: int, before: int, rows: int, beats: int, profile: Profile) -> None:
+    """Refuse, before its lists are built, a transfer whose bursts (``rows`` of ``beats`` beats, at least one
+    burst a row) would take the bursts planned ``before`` it past the memory budget."""
+    total = before + rows * (beats // max(1, profile.burst_beats) + 2)
+    budget.check(BURST_BYTES * total, f"the timing model of instructions 0..{index} ({total:,} DMA bursts or more)")
+
+
 def plan(instructions: list[Instruction], cfg: VTAConfig, profile: Profile) -> list[Work]:
     """The timing view of every instruction of a program."""
     out = []
     macs_per_exec = cfg.batch * cfg.block_in * cfg.block_out
-    bursts = 0  # the bursts planned so far, each a few Python objects here and a few events in a timeline
+    bursts = 0  # the bursts planned so far (_room)
     for index, insn in enumerate(instructions):
         f = insn.fields
         opcode = insn.opcode
-        if opcode in (isa.OPCODES["load"], isa.OPCODES["store"]) and f["x_size"]:
-            elem = isa.elem_bytes(cfg, f["memory_type"]) or cfg.acc_elem_bytes
-            per_row = -(-f["x_size"] * elem // (profile.bus_bytes * max(1, profile.burst_beats))) + 1
-            bursts += f["y_size"] * per_row
-            budget.check(BURST_BYTES * bursts, f"the timing model of instructions 0..{index} "
-                         f"({bursts:,} DMA bursts or more)")
         stage = insn.stage
         module = {"load": LOAD, "compute": COMPUTE, "store": STORE}.get(stage, COMPUTE)
         pops, pushes = _tokens(insn, module)
@@ -185,10 +189,12 @@ def plan(instructions: list[Instruction], cfg: VTAConfig, profile: Profile) -> l
             w.kind, w.cycles = SYNC, profile.sync_cycles
         elif opcode == isa.OPCODES["load"]:
             w.kind, w.client = READ, _MEM_CLIENT.get(f["memory_type"], ACC)
-            _read_work(w, insn, cfg, profile)
+            _read_work(w, insn, cfg, profile, bursts)
+            bursts += len(w.bursts)
         elif opcode == isa.OPCODES["store"]:
             w.kind = WRITE
-            _write_work(w, insn, cfg, profile)
+            _write_work(w, insn, cfg, profile, bursts)
+            bursts += len(w.bursts)
         elif opcode in (isa.OPCODES["gemm"], isa.OPCODES["alu"]):
             w.unit = "gemm" if opcode == isa.OPCODES["gemm"] else "alu"
             w.executions = isa.executions(f)

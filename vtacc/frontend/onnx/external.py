@@ -22,49 +22,50 @@ from pathlib import Path
 
 import numpy as np
 
-from vtasm.errors import ModelError
+from vtasm.errors import ModelError, printable
+from vtasm.formats.network import ONNX_DTYPES
 
 EXTERNAL = 1  # TensorProto.DataLocation.EXTERNAL
 
 
-def external_tensors(model) -> list:
-    """Every tensor of the model (initialisers, and Constant nodes' values in every graph) whose bytes live
-    in another file."""
-    found = []
+def external_tensors(model) -> list[tuple[object, bool]]:
+    """Every tensor of the model whose bytes live in another file, with whether it is an initialiser of the
+    main graph (else a Constant node's value, in any graph)."""
+    found = [(t, True) for t in model.graph.initializer if t.data_location == EXTERNAL]
 
-    def graph_tensors(graph) -> None:
-        found.extend(t for t in graph.initializer if t.data_location == EXTERNAL)
+    def graph_tensors(graph, main: bool) -> None:
+        if not main:
+            found.extend((t, False) for t in graph.initializer if t.data_location == EXTERNAL)
         for node in graph.node:
             for attr in node.attribute:
                 if attr.HasField("t") and attr.t.data_location == EXTERNAL:
-                    found.append(attr.t)
-                found.extend(t for t in attr.tensors if t.data_location == EXTERNAL)
+                    found.append((attr.t, False))
+                found.extend((t, False) for t in attr.tensors if t.data_location == EXTERNAL)
                 if attr.HasField("g"):
-                    graph_tensors(attr.g)
+                    graph_tensors(attr.g, False)
                 for sub in attr.graphs:
-                    graph_tensors(sub)
+                    graph_tensors(sub, False)
 
-    graph_tensors(model.graph)
+    graph_tensors(model.graph, True)
     return found
 
 
-def load_external(model, model_path: str | Path, raw_types: dict[int, str]) -> dict[str, np.ndarray]:
+def load_external(model, model_path: str | Path) -> dict[str, np.ndarray]:
     """The values of the model's initialisers kept in external files, mapped (by name); other external tensors
     (Constant nodes' values) get their bytes into the message. Every tensor loaded loses its external
     entries, so nothing else reads a location again. One-line ModelErrors name the tensor and what is wrong."""
     name = Path(model_path).name
     folder = Path(os.path.realpath(os.path.dirname(os.path.abspath(model_path))))
-    initialisers = {id(t) for t in model.graph.initializer}
     arrays: dict[str, np.ndarray] = {}
     maps: dict[Path, mmap.mmap] = {}
-    for tensor in external_tensors(model):
+    for tensor, initialiser in external_tensors(model):
         where = f"{name}: tensor '{tensor.name}'"
         entries = {e.key: e.value for e in tensor.external_data}
         file = _contained(entries.get("location", ""), folder, where)
-        if tensor.data_type not in raw_types:
+        if tensor.data_type not in ONNX_DTYPES:
             raise ModelError(f"{where}: external data of ONNX element type {tensor.data_type}, which the importer "
                              "does not read")
-        dtype = np.dtype(raw_types[tensor.data_type])
+        dtype = np.dtype(ONNX_DTYPES[tensor.data_type])
         count = 1
         for d in tensor.dims:
             if d < 0:
@@ -89,7 +90,7 @@ def load_external(model, model_path: str | Path, raw_types: dict[int, str]) -> d
             values = values.astype(dtype.newbyteorder("="))
         del tensor.external_data[:]
         tensor.data_location = 0
-        if id(tensor) in initialisers:
+        if initialiser:
             arrays[tensor.name] = values
         else:
             tensor.raw_data = values.astype(dtype, copy=False).tobytes()
@@ -100,7 +101,7 @@ def _contained(location: str, folder: Path, where: str) -> Path:
     """The real path of an external-data location, refused unless it is a relative name inside ``folder``."""
     if not location:
         raise ModelError(f"{where}: external data without a location")
-    shown = location.encode("unicode_escape").decode("ascii")[:120]
+    shown = printable(location, keep="")[:120]
     if "\0" in location:
         raise ModelError(f"{where}: external data location '{shown}' holds a NUL character")
     if os.path.isabs(location) or location.startswith(("/", "\\")) or (len(location) > 1 and location[1] == ":"):

@@ -43,7 +43,6 @@ CUT_BYTES = 1 << 16  # raw_data of at least this many bytes is read into an arra
 MODEL_GRAPH, GRAPH_INITIALIZER, TENSOR_DATA_TYPE, TENSOR_RAW_DATA = 7, 5, 2, 9
 VARINT, FIXED64, LENGTH, FIXED32 = 0, 1, 2, 5
 # ONNX element types whose raw bytes are plain little-endian numpy values
-RAW_TYPES = ONNX_DTYPES
 
 
 class WireError(Exception):
@@ -64,7 +63,7 @@ def read_model(path: str | Path):
         raise ModelError(exc.message) from None
     except (WireError, ValueError):  # not binary protobuf as expected (or an empty file): onnx says why
         model = onnx.load(path, load_external_data=False)
-        return model, load_external(model, path, RAW_TYPES)
+        return model, load_external(model, path)
     model = onnx.load_model_from_string(stripped)
     del stripped
     inits = model.graph.initializer
@@ -74,7 +73,7 @@ def read_model(path: str | Path):
     for index, offset, nbytes in cuts:
         tensor = inits[index]
         arrays[tensor.name] = _mapped_tensor(view, tensor, offset, nbytes, Path(path).name)
-    arrays.update(load_external(model, path, RAW_TYPES))  # only from inside the model's folder (external.py)
+    arrays.update(load_external(model, path))  # only from inside the model's folder (external.py)
     return model, arrays
 
 
@@ -101,7 +100,7 @@ def release(values: np.ndarray) -> None:
 
 
 def _mapped_tensor(view: mmap.mmap, tensor, offset: int, nbytes: int, name: str) -> np.ndarray:
-    dtype = np.dtype(RAW_TYPES[tensor.data_type])
+    dtype = np.dtype(ONNX_DTYPES[tensor.data_type])
     shape = tuple(int(d) for d in tensor.dims)
     count = int(np.prod(shape, dtype=np.int64))
     if count * dtype.itemsize != nbytes:
@@ -208,6 +207,6 @@ def _strip_tensor(buf, pos: int, end: int) -> tuple[bytes, tuple[int, int] | Non
             raw = (begin, stop - begin)
             continue
         kept.append(buf[start:stop])
-    if raw is None or data_type not in RAW_TYPES:
+    if raw is None or data_type not in ONNX_DTYPES:
         return b"", None
     return b"".join(kept), raw
