@@ -21,6 +21,7 @@ the result took.
 from __future__ import annotations
 
 import io
+import math
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -254,7 +255,13 @@ def draw_roofline(series: dict[str, list[RooflinePoint]], profile, cfg, path: st
     plain = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}")
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_major_formatter(plain)
-    ax.yaxis.set_minor_formatter(plain)
+    def minor(v: float, _) -> str:
+        """Over more than a decade and a half, minor ticks labelled at 2 and 5 only (all crowd a decade's label)."""
+        low, high = ax.get_ylim()
+        wide = high / low > 30
+        return f"{v:g}" if v > 0 and (not wide or round(v / 10 ** math.floor(math.log10(v))) in (2, 5)) else ""
+
+    ax.yaxis.set_minor_formatter(matplotlib.ticker.FuncFormatter(minor))
     _draw_key(ax, last)
     ax.set_xlabel("arithmetic intensity (operations per compulsory DRAM byte)")
     ax.set_ylabel("achieved GOPS")
