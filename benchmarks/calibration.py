@@ -23,8 +23,8 @@ sys.path.insert(0, str(ROOT))
 from examples.zoo.build import image_input  # noqa: E402
 from examples.zoo.networks import build  # noqa: E402
 from examples.zoo.run import SMALL  # noqa: E402
-from vtacc.frontend.onnx import import_model  # noqa: E402
-from vtacc.frontend.onnx.reference import run_int8  # noqa: E402
+from vtacc.onnx import import_model  # noqa: E402
+from vtacc.onnx.reference import run_int8  # noqa: E402
 
 METHODS = ("max", "mse")
 

@@ -22,9 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.vtacc.harness import conv_ref  # noqa: E402
 from tests.vtacc.resnet import RESNET, layer_source  # noqa: E402
-from vtacc.explain import traffic  # noqa: E402
 from vtacc.frontend.check import check_source  # noqa: E402
 from vtacc.program_builder import compile_file  # noqa: E402
+from vtacc.reports.explain import traffic  # noqa: E402
 from vtasim.core.machine import Machine  # noqa: E402
 from vtasim.timing.profile import load_profile  # noqa: E402
 from vtasm.config import default_config, load_config  # noqa: E402

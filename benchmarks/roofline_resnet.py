@@ -4,7 +4,7 @@ Each layer is compiled by vtacc for the profile it is timed on (tiles chosen
 by predicted cycles), once with one virtual thread and once with two, and
 timed by the full timing model. The compute bound is the layer's MACs at the
 GEMM core's peak plus its ALU executions at the ALU's rate; the memory bound
-its compulsory bytes over the bus (vtacc/roofline.py). With ``--pictures DIR``
+its compulsory bytes over the bus (vtacc/reports/roofline.py). With ``--pictures DIR``
 it also draws each profile's roofline, one and two threads side by side.
 
     python benchmarks/roofline_resnet.py [--profiles chisel-2019,chisel-2021,hls] [--mem-latency 16] [--pictures DIR]
@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.vtacc.resnet import RESNET, layer_source  # noqa: E402
 from vtacc.frontend.check import check_source  # noqa: E402
 from vtacc.program_builder import compile_file  # noqa: E402
-from vtacc.roofline import draw_roofline, roofline_points  # noqa: E402
+from vtacc.reports.roofline import draw_roofline, roofline_points  # noqa: E402
 from vtacc.schedule.tiling import compulsory_traffic  # noqa: E402
 from vtasim.timing.names import BUILTIN  # noqa: E402
 from vtasim.timing.profile import resolve_profile  # noqa: E402

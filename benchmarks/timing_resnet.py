@@ -27,9 +27,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from tests.vtacc.resnet import RESNET, layer_source  # noqa: E402
-from vtacc.bound import network_bound  # noqa: E402
 from vtacc.frontend.check import check_source  # noqa: E402
 from vtacc.program_builder import compile_file  # noqa: E402
+from vtacc.reports.bound import network_bound  # noqa: E402
 from vtasim.timing.names import BUILTIN, DEFAULT  # noqa: E402
 from vtasim.timing.profile import Profile, load_profile  # noqa: E402
 from vtasim.timing.run import time_program  # noqa: E402
@@ -93,8 +93,8 @@ def network_table(name: str, profiles: list[Profile], compile_for) -> None:
     baseline = load_profile("chisel-2019")
     base = compile_for(baseline)
     print(f"\nWhole network ({name}, {len(base.program.instructions):,} instructions compiled for "
-          "chisel-2019), memory latency 16; its bound (vtacc/bound.py: the arithmetic's own work on the compute "
-          "stage, the compulsory bytes on the bus) and the fraction reached\n")
+          "chisel-2019), memory latency 16; its bound (vtacc/reports/bound.py: the arithmetic's own work on the "
+          "compute stage, the compulsory bytes on the bus) and the fraction reached\n")
     print("| profile | cycles (tiled for it) | time at its clock | GEMM utilisation | bound | reached | "
           "tiled for chisel-2019 |")
     print("|---|---:|---:|---:|---:|---:|---:|")

@@ -135,7 +135,7 @@ def _finish(checked, compiled, cfg, kernel_name, profile, source: str, emit: str
         _draw_roofline(checked, cfg, kernel_name, profile, compiled, roofline, roofline_threads, source)
         click.echo(f"wrote {roofline}", err=True)
     if explain:
-        from .explain import explain as explain_text
+        from .reports.explain import explain as explain_text
 
         click.echo(explain_text(compiled), nl=False)
     if not show:
@@ -158,7 +158,7 @@ def _finish(checked, compiled, cfg, kernel_name, profile, source: str, emit: str
 
         save_vbin(compiled.program, output)
     else:
-        from .emit import assembly
+        from .reports.assembly import assembly
 
         _write(output, assembly(compiled, Path(checked.path).name, checked.source))
 
@@ -170,7 +170,7 @@ def _compile_onnx(source: str, calibrate: str | None, input_shapes: dict[str, tu
     VTA launches, the host steps and the scales of the model's inputs and outputs), or show one stage of
     its program when VTA computes it whole."""
     from vtacc.frontend.check import check_source
-    from vtacc.frontend.onnx import import_model
+    from vtacc.onnx import import_model
 
     from .model import compile_imported
 
@@ -215,7 +215,7 @@ def _explain_network(model) -> None:
     """--explain of a network: each VTA launch's report, the host steps between them."""
     from vtasm.formats.network import Side
 
-    from .explain import explain as explain_text
+    from .reports.explain import explain as explain_text
 
     launches = iter(model.launches)
     for k, step in enumerate(model.network.steps):
@@ -225,7 +225,7 @@ def _explain_network(model) -> None:
         else:
             ops = ", ".join(f"{n.op} '{n.name}'" for n in step.nodes)
             click.echo(f"== step {k + 1}: host step '{step.name}': {ops} ==")
-    from .placement import step_figures, summary
+    from .reports.placement import step_figures, summary
 
     click.echo(summary(step_figures(model), model.compiled.profile.name if model.launches else "-"), nl=False)
 
@@ -276,7 +276,7 @@ def _read_params(path: str) -> dict:
 
 def _draw_roofline(checked, cfg, kernel_name, profile, compiled, path: str, threads: bool, source: str) -> None:
     from .program_builder import compile_file
-    from .roofline import draw_roofline, roofline_points
+    from .reports.roofline import draw_roofline, roofline_points
 
     if threads:
         series = {f"{n} thread{'s' if n > 1 else ''}": roofline_points(

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 
 from vtacc.frontend.check import check_source
-from vtacc.frontend.onnx import Imported, import_model
-from vtacc.frontend.onnx.emit_vk import emit_vk, program_names
-from vtacc.frontend.onnx.partition import host_step, net_tensors
+from vtacc.onnx import Imported, import_model
+from vtacc.onnx.emit import emit_vk, program_names
+from vtacc.onnx.partition import host_step, net_tensors
 from vtasim.timing.profile import Profile
 from vtasm.config import VTAConfig
 from vtasm.errors import CompileError, ModelError

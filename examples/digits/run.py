@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from vtacc.frontend.onnx import import_model
-from vtacc.frontend.onnx.reference import run_int8
+from vtacc.onnx import import_model
+from vtacc.onnx.reference import run_int8
 from vtasim import api
 from vtasim.timing.profile import load_profile
 from vtasim.timing.run import time_program

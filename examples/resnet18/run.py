@@ -21,16 +21,16 @@ from pathlib import Path
 
 import numpy as np
 
-from vtacc.bound import network_bound
-from vtacc.frontend.onnx.reference import run_int8
 from vtacc.model import CompiledModel, compile_model
+from vtacc.onnx.reference import run_int8
+from vtacc.reports.bound import network_bound
 from vtasim.runs.session import run_arrays
 from vtasim.timing.profile import load_profile
 from vtasm.config import default_config
 
 
 def layer_bounds(model: CompiledModel) -> dict[str, float]:
-    """Each layer's bound (vtacc/bound.py: the work its arithmetic needs, against its compulsory bytes)."""
+    """Each layer's bound (vtacc/reports/bound.py: the work its arithmetic needs, against its compulsory bytes)."""
     compiled = model.compiled
     by_result = {need.name: need.bound for need in network_bound(compiled).needs}
     bounds: dict[str, float] = {}

@@ -99,8 +99,8 @@ def export(layers: list[tuple[np.ndarray, np.ndarray]], path: Path) -> None:
 def main() -> int:
     import onnxruntime
 
-    from vtacc.frontend.onnx import import_model
-    from vtacc.frontend.onnx.reference import run_int8
+    from vtacc.onnx import import_model
+    from vtacc.onnx.reference import run_int8
     from vtasim import api
 
     out = Path(sys.argv[1] if len(sys.argv) > 1 else "out/tumours")

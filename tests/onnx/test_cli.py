@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 from onnx import helper
 
+from tests.vtacc.test_cli import tool
 from vtasm.formats.network import load_network
 from vtasm.formats.vbin import write_vbin
 
-from ..vtacc.test_cli import tool
 from .models import save_model, tensor
 
 

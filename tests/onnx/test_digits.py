@@ -6,8 +6,8 @@ import re
 import subprocess
 import sys
 
-from ..vtacc.test_cli import tool
-from ..vtasm.paths import REPO
+from tests.vtacc.test_cli import tool
+from tests.vtasm.paths import REPO
 
 DIGITS = REPO / "examples" / "digits"
 

@@ -16,10 +16,10 @@ import onnx
 import pytest
 from onnx import helper
 
-from vtacc.frontend.onnx.graph import load_graph
+from tests.vtacc.test_cli import tool
+from vtacc.onnx.read.graph import load_graph
 from vtasm.errors import ModelError
 
-from ..vtacc.test_cli import tool
 from .models import tensor
 
 ROWS, COLS = 16, 32

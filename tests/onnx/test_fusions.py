@@ -10,12 +10,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vtacc.frontend.onnx.emit_vk import emit_vk, pool_fusions, residual_fusions
-from vtacc.frontend.onnx.network import Layer, LayerKind, Network
-from vtacc.frontend.onnx.quantise import QLayer, QuantisedNetwork
-from vtacc.frontend.onnx.reference import run_int8
-
-from ..vtacc.harness import CONFIGS, config, run
+from tests.vtacc.harness import CONFIGS, config, run
+from vtacc.onnx.convert.network import Layer, LayerKind, Network
+from vtacc.onnx.emit import emit_vk, pool_fusions, residual_fusions
+from vtacc.onnx.quantise import QLayer, QuantisedNetwork
+from vtacc.onnx.reference import run_int8
 
 C, H = 16, 6
 

@@ -9,7 +9,7 @@ import onnx
 import pytest
 from onnx import helper
 
-from vtacc.frontend.onnx.graph import load_graph
+from vtacc.onnx.read.graph import load_graph
 from vtasm.errors import ModelError
 
 from .models import save_model, tensor
@@ -114,8 +114,8 @@ def test_missing_initialiser_refused(tmp_path):
 
 
 def test_layer_kinds_are_types_and_a_switch_refuses_one_it_has_no_rule_for():
-    from vtacc.frontend.onnx.float_run import _float_layer
-    from vtacc.frontend.onnx.network import Layer, LayerKind
+    from vtacc.onnx.convert.network import Layer, LayerKind
+    from vtacc.onnx.float_run import _float_layer
 
     layer = Layer("clip", "c", ["n"], ["x"], "y", (1, 16, 2, 2))
     assert layer.kind is LayerKind.CLIP
@@ -138,12 +138,11 @@ def test_not_a_model(tmp_path):
 def test_a_dynamic_batch_export_compiles_and_runs_bit_exact(tmp_path):
     import onnxruntime
 
-    from vtacc.frontend.onnx.reference import run_int8
+    from tests.portable import lint_run
     from vtacc.model import compile_model
+    from vtacc.onnx.reference import run_int8
     from vtasim.runs.session import run_arrays
     from vtasm.config import default_config
-
-    from ..portable import lint_run
 
     path = _dynamic_batch_model(tmp_path)
     rng = np.random.default_rng(5)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from onnx import TensorProto, helper
 
+from tests.vtacc.test_cli import tool
 from vtacc.model import compile_model
 from vtasim import api
 from vtasim.host.ops import run_op
@@ -15,7 +16,6 @@ from vtasm.config import default_config
 from vtasm.errors import ModelError, UsageError
 from vtasm.formats.network import read_network, write_network
 
-from ..vtacc.test_cli import tool
 from .models import save_model, tensor
 
 RNG = np.random.default_rng(11)

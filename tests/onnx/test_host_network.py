@@ -11,14 +11,14 @@ import onnxruntime
 import pytest
 from onnx import helper
 
-from vtacc.frontend.onnx.reference import run_int8
+from tests.vtacc.test_cli import tool
 from vtacc.model import compile_model
+from vtacc.onnx.reference import run_int8
 from vtasim import api
 from vtasim.host.quant import dequantise
 from vtasm.config import default_config
 from vtasm.formats.network import load_network, read_network, write_network
 
-from ..vtacc.test_cli import tool
 from .models import save_model, tensor
 
 RNG = np.random.default_rng(3)

@@ -12,10 +12,9 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from vtacc.frontend.onnx.fold import MAX_FOLDED
-from vtacc.frontend.onnx.graph import load_graph
-
-from ..vtacc.test_cli import tool
+from tests.vtacc.test_cli import tool
+from vtacc.onnx.read.fold import MAX_FOLDED
+from vtacc.onnx.read.graph import load_graph
 
 
 def _save(path, nodes, inputs, outputs, inits):

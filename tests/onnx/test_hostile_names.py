@@ -12,11 +12,10 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
+from tests.vtacc.test_cli import tool
 from vtacc.frontend.check import check_source
 from vtasm.errors import FormatError, ModelError, printable
 from vtasm.formats.network import read_network
-
-from ..vtacc.test_cli import tool
 
 EVIL = "conv1\nkernel evil() {}\n# "
 ESC = "\x1b[31m"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from tests.test_memory_budget import _rechunked
+from tests.vtacc.test_cli import tool
 from vtasm.errors import FormatError
 from vtasm.formats.network import read_network
 
-from ..test_memory_budget import _rechunked
-from ..vtacc.test_cli import tool
 from .test_host_network import _model
 
 

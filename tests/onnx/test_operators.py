@@ -12,8 +12,8 @@ import onnxruntime
 import pytest
 from onnx import TensorProto, helper
 
-from vtacc.frontend.onnx.reference import run_int8
 from vtacc.model import compile_model
+from vtacc.onnx.reference import run_int8
 from vtasim.runs.session import run_arrays
 from vtasm.config import default_config
 

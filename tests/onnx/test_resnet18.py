@@ -9,14 +9,13 @@ import numpy as np
 import onnx
 import pytest
 
-from vtacc.frontend.onnx.reference import run_int8
+from tests.portable import lint_run
+from tests.vtacc.harness import CONFIGS, config
+from tests.vtasm.paths import REPO
 from vtacc.model import compile_model
+from vtacc.onnx.reference import run_int8
 from vtasim.runs.session import run_arrays
 from vtasm.config import default_config
-
-from ..portable import lint_run
-from ..vtacc.harness import CONFIGS, config
-from ..vtasm.paths import REPO
 
 
 def _builder():

@@ -8,9 +8,9 @@ import onnx
 import pytest
 from onnx import helper, numpy_helper
 
-from vtacc.frontend.onnx.float_run import DENSE_BLOCK_ELEMENTS, _dense
-from vtacc.frontend.onnx.graph import load_graph
-from vtacc.frontend.onnx.wire import CUT_BYTES, read_model, release
+from vtacc.onnx.float_run import DENSE_BLOCK_ELEMENTS, _dense
+from vtacc.onnx.read.graph import load_graph
+from vtacc.onnx.read.wire import CUT_BYTES, read_model, release
 from vtasm.errors import ModelError
 
 from .models import save_model, tensor

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from tests.portable import portability_warnings
+from tests.vtasm.paths import GOLDEN, require
 from vtacc.compiler import Compiled
 from vtacc.frontend.check import check_source
 from vtacc.program_builder import compile_file
@@ -13,9 +15,6 @@ from vtasim.checks.lint import Linter
 from vtasim.checks.races import RaceChecker
 from vtasim.core.machine import Machine
 from vtasm.config import VTAConfig, default_config, load_config
-
-from ..portable import portability_warnings
-from ..vtasm.paths import GOLDEN, require
 
 CONFIGS = ("default", "batch2", "block8", "block32")
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from tests.portable import portability_warnings
 from vtasim.checks.lint import Linter
 from vtasim.checks.races import RaceChecker
 from vtasim.core.machine import Machine
 from vtasm.config import VTAConfig, default_config
 
-from ..portable import portability_warnings
 from .harness import Result, compile_source
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ..vtasm.paths import REPO
+from tests.vtasm.paths import REPO
 
 EXAMPLES = REPO / "examples"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vtacc.explain import traffic
+from vtacc.reports.explain import traffic
 from vtasim.timing.profile import resolve_profile
 from vtasm import isa
 

@@ -7,7 +7,7 @@ import pytest
 from tests.vtacc.resnet import RESNET, layer_source
 from vtacc.frontend.check import check_source
 from vtacc.program_builder import compile_file
-from vtacc.roofline import roofline_points
+from vtacc.reports.roofline import roofline_points
 from vtasim.timing.profile import resolve_profile
 from vtasim.timing.run import time_program
 from vtasm.config import default_config
@@ -126,7 +126,7 @@ def test_roofline_picture_numbers_its_points_and_names_them_in_a_key(tmp_path, m
     import matplotlib.pyplot as plt
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    from vtacc.roofline import RooflinePoint, draw_roofline
+    from vtacc.reports.roofline import RooflinePoint, draw_roofline
 
     kept: list = []
     monkeypatch.setattr(plt, "close", kept.append)

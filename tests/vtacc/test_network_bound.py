@@ -1,4 +1,4 @@
-"""The per-network bound (vtacc/bound.py): the arithmetic's own work counted from the model's shapes by hand,
+"""The per-network bound (vtacc/reports/bound.py): the arithmetic's own work counted from the model's shapes by hand,
 never above the cycles a program takes, and printed by --explain."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from vtacc.bound import network_bound
-from vtacc.explain import explain
 from vtacc.frontend.check import check_source
 from vtacc.program_builder import compile_file
+from vtacc.reports.bound import network_bound
+from vtacc.reports.explain import explain
 from vtasim.timing.profile import resolve_profile
 from vtasm.config import default_config
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vtacc.explain import explain
 from vtacc.frontend.check import check_source
 from vtacc.program_builder import compile_file
+from vtacc.reports.explain import explain
 from vtasim.runs.session import run_arrays
 from vtasm.config import DEFAULT_CONFIG, config_from_dict, default_config
 

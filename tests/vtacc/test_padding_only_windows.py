@@ -15,14 +15,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from tests.hardware_designs import DesignHang, run_design
+from tests.vtasim.builders import INP as MEM_INP
+from tests.vtasim.builders import Image, chain, load
 from vtacc.schedule.dma import MAX_PAD, ZERO_ROW, padded_plane_loads, zero_rows
 from vtacc.schedule.steps import ACC, INP
 from vtasim.core.machine import Machine
 from vtasm.config import default_config
 
-from ..hardware_designs import DesignHang, run_design
-from ..vtasim.builders import INP as MEM_INP
-from ..vtasim.builders import Image, chain, load
 from .harness import CONFIGS, compile_source, config, conv_ref, low8, rand8, run
 
 # (input channels, image, output channels, kernel, stride, pad, schedule)

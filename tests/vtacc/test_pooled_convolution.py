@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from vtacc.explain import explain
+from vtacc.reports.explain import explain
 from vtasm.errors import CompileError
 
 from .harness import CONFIGS, compile_source, config, conv_ref, rand8, rand32, run

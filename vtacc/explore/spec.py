@@ -199,7 +199,7 @@ def _file_workload(table: dict, base: Path, lines: _Lines, i: int) -> Workload:
     name = str(table.get("name") or path.stem)
     kernel = table.get("kernel")
     if path.suffix.lower() == ".onnx":
-        from vtacc.frontend.onnx import import_model
+        from vtacc.onnx import import_model
 
         if kernel is not None:
             raise SpecError(f"{lines.where('workload', i, 'kernel')}: an ONNX model compiles as a whole")

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from vtacc.compiler import Compiled
 from vtasm.asm.disassembler import disassemble
 
-from .compiler import Compiled
 from .explain import explain
 
 

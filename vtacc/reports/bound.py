@@ -31,11 +31,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from vtacc.compiler import Compiled
 from vtacc.frontend import checked as ck
 from vtacc.schedule.layouts import ACT
 from vtacc.schedule.operators import GemmProducer, PoolProducer
 
-from .compiler import Compiled
 from .roofline import roofline_points
 
 

@@ -27,10 +27,9 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
+from vtacc.compiler import Compiled
 from vtacc.schedule.tiling import compulsory_parts
 from vtasm.fileio import write_atomic
-
-from .compiler import Compiled
 
 
 @dataclass

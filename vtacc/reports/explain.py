@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from vtacc.compiler import Compiled, compulsory_bytes
 from vtacc.schedule.operators import GemmProducer, PoolProducer
 from vtacc.schedule.scheduler import IDENTITY, NEG_IDENTITY
 from vtacc.schedule.steps import WGT
@@ -22,7 +23,6 @@ from vtasm import isa
 from vtasm.portability import portable_uop_entries
 
 from .bound import bound_text, network_bound
-from .compiler import Compiled, compulsory_bytes
 from .roofline import roofline_points, roofline_text
 
 

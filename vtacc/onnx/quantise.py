@@ -24,8 +24,8 @@ from vtasm.formats.network import EXP_LIMIT
 from vtasm.portability import SHIFT_MAX
 
 from .calibrate import Statistics, calibrate, exponent_for
-from .network import Layer, LayerKind, Network
-from .wire import release
+from .convert.network import Layer, LayerKind, Network
+from .read.wire import release
 
 
 @dataclass

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .convert.network import Network
 from .float_run import batches, run_float
-from .network import Network
 
 BINS = 8  # per octave
 LOW = -64  # log2 of the smallest magnitude binned (smaller ones count in the first bin)

@@ -20,14 +20,13 @@ from enum import Enum
 
 import numpy as np
 
+from vtacc.onnx.read.graph import Graph, Node
+from vtacc.onnx.read.wire import release
 from vtasim.host.ops import OPS as HOST_OPS
 from vtasim.host.step import node_macs
 from vtasm.errors import ModelError
 from vtasm.formats.network import HostNode
 from vtasm.portability import SHIFT_MAX
-
-from .graph import Graph, Node
-from .wire import release
 
 _RESERVED = {"kernel", "schedule", "main", "matmul", "dense", "conv2d", "max_pool", "sum_pool", "avg_pool",
              "global_avg_pool", "flatten", "concat", "min", "max", "clip", "relu", "int8", "int32"}

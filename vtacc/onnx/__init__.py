@@ -3,7 +3,7 @@
 ``import_model`` runs the steps: the graph (graph.py), float layers for VTA
 and for the host CPU (network.py), int8 layers with power-of-two scales
 (quantise.py), the split into VTA launches and host steps (partition.py),
-and the kernel-language text of each launch with its weights (emit_vk.py).
+and the kernel-language text of each launch with its weights (emit.py).
 reference.py executes the quantised network in numpy, bit for bit what VTA
 and the host must produce.
 """
@@ -22,11 +22,11 @@ from vtasm.fileio import read_npy
 from vtasm.formats.network import Side
 
 from .accuracy import SAMPLES, measure
-from .emit_vk import emit_vk, kernel_name
-from .graph import load_graph
-from .network import LayerKind, Network, layer_macs, lower
+from .convert.network import LayerKind, Network, layer_macs, lower
+from .emit import emit_vk, kernel_name
 from .partition import Part, partition
 from .quantise import QuantisedNetwork, quantise
+from .read.graph import load_graph
 
 
 @dataclass

@@ -11,8 +11,8 @@ from vtasim.host.step import run_node
 from vtasm.errors import FormatError, ModelError
 
 from .arrays import conv2d, windows
-from .network import Layer, LayerKind, Network, unhandled
-from .wire import release
+from .convert.network import Layer, LayerKind, Network, unhandled
+from .read.wire import release
 
 DENSE_BLOCK_ELEMENTS = 1 << 22  # about this many weights of a large dense layer converted to float64 at a time
 

@@ -15,7 +15,7 @@ import numpy as np
 from vtasm.formats.network import kernel_identifier
 from vtasm.portability import MIN_ACC_DISTANCE, SHIFT_MAX
 
-from .network import LayerKind, unhandled
+from .convert.network import LayerKind, unhandled
 from .partition import Part
 from .quantise import QLayer, QuantisedNetwork
 
