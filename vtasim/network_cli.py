@@ -27,7 +27,8 @@ from vtasim.outputs.io import PendingFile, check_out_dir, check_writable, write_
 from vtasim.runs.launches import NetworkRun, run_network
 from vtasm.errors import FormatError, SimFault, UsageError
 from vtasm.fileio import npy_bytes, read_npy
-from vtasm.formats.network import HostStep, NetworkFile, VtaStep, kernel_identifier
+from vtasm.formats.network import HostStep, NetworkFile, VtaStep
+from vtasm.names import kernel_identifier, unique
 
 PLAIN_FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 
@@ -222,12 +223,7 @@ def output_files(names: list[str]) -> dict[str, str]:
     taken: set[str] = set()
     for name in names:
         stem = name if PLAIN_FILE_NAME.fullmatch(name) else kernel_identifier(name)[:100]
-        candidate, k = stem, 1
-        while candidate.lower() in taken:
-            k += 1
-            candidate = f"{stem}_{k}"
-        taken.add(candidate.lower())
-        files[name] = f"{candidate}.npy"
+        files[name] = f"{unique(stem, taken, str.lower)}.npy"
     return files
 
 

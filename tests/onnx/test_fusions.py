@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from tests.vtacc.harness import CONFIGS, config, run
-from vtacc.onnx.convert.network import Layer, LayerKind, Network
+from vtacc.onnx.convert.layers import Layer, LayerKind, Network
 from vtacc.onnx.emit import emit_vk, pool_fusions, residual_fusions
 from vtacc.onnx.quantise import QLayer, QuantisedNetwork
 from vtacc.onnx.reference import run_int8

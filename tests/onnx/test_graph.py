@@ -114,7 +114,7 @@ def test_missing_initialiser_refused(tmp_path):
 
 
 def test_layer_kinds_are_types_and_a_switch_refuses_one_it_has_no_rule_for():
-    from vtacc.onnx.convert.network import Layer, LayerKind
+    from vtacc.onnx.convert.layers import Layer, LayerKind
     from vtacc.onnx.float_run import _float_layer
 
     layer = Layer("clip", "c", ["n"], ["x"], "y", (1, 16, 2, 2))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from vtacc.frontend.names import kernel_name
 from vtasm.errors import SpecError
 
 Where = Callable[[str], str]  # a key of the workload's table -> "spec.toml:LINE: [[workload]] #N" at its line
@@ -49,9 +50,7 @@ def layer_source(name: str, table: dict, where: Where) -> str:
         if key not in table:
             raise SpecError(f"{where('')}: a {kind} layer needs {key}")
     args = {**optional, **{k: v for k, v in table.items() if k in optional}}
-    ident = "".join(c if c.isalnum() else "_" for c in name.lower()) or "layer"
-    if ident[0].isdigit():
-        ident = "l" + ident
+    ident = kernel_name(name.lower())
     if kind == "conv2d":
         return _conv(ident, table, args, where)
     if kind == "dense":

@@ -59,6 +59,12 @@ BUILTINS: dict[str, Builtin] = {
     "int8": Builtin(("x",)),
     "int32": Builtin(("x",)),
 }
+def exact_average(area: int) -> bool:
+    """Whether VTA divides a sum of ``area`` values exactly: by a shift, so only a power of two (avg_pool
+    takes these areas alone; global_avg_pool approximates the others, see average_multiplier)."""
+    return area & (area - 1) == 0
+
+
 def average_multiplier(area: int) -> tuple[int, int]:
     """(multiplier, shift) with ``sum * multiplier >> shift`` close to ``sum / area``.
 
@@ -66,7 +72,7 @@ def average_multiplier(area: int) -> tuple[int, int]:
     floor(log2(area)) + 7 and the multiplier round(2**shift / area), at most
     127 (an int8 weight): within 0.8 % of the true average.
     """
-    if area & (area - 1) == 0:
+    if exact_average(area):
         return 1, area.bit_length() - 1
     shift = area.bit_length() - 1 + 7
     return min(127, round((1 << shift) / area)), shift
@@ -334,7 +340,7 @@ class BuiltinRules:
                        + (f", pad_end={pad_end}" if pad_end != pad else ""), e.name_span)
             return None
         area = size * size
-        if f == "avg_pool" and area & (area - 1):
+        if f == "avg_pool" and not exact_average(area):
             self.error(f"avg_pool with size={size} divides by {area}, which is not a power of two (avg_pool is "
                        f"sum_pool >> log2(size*size)); use sum_pool and scale explicitly", e.name_span)
             return None

@@ -20,10 +20,12 @@ import numpy as np
 from vtasm.errors import FormatError, ModelError
 from vtasm.fileio import read_npy
 from vtasm.formats.network import Side
+from vtasm.names import kernel_identifier
 
 from .accuracy import SAMPLES, measure
-from .convert.network import LayerKind, Network, layer_macs, lower
-from .emit import emit_vk, kernel_name
+from .convert import LayerKind, Network, lower
+from .convert.layers import layer_macs
+from .emit import emit_vk
 from .partition import Part, partition
 from .quantise import QuantisedNetwork, quantise
 from .read.graph import load_graph
@@ -46,11 +48,11 @@ class Imported:
     @property
     def input_name(self) -> str:
         """The program's input tensor (the model's input, named for the kernel language)."""
-        return kernel_name(self.qnet.network.input)
+        return kernel_identifier(self.qnet.network.input)
 
     @property
     def output_name(self) -> str:
-        return kernel_name(self.qnet.network.output)
+        return kernel_identifier(self.qnet.network.output)
 
     def report(self) -> str:
         """Each layer's scales and the calibration range, one line each."""

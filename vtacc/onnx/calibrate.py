@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .convert.network import Network
+from .convert import Network
 from .float_run import batches, run_float
 
 BINS = 8  # per octave

@@ -12,14 +12,12 @@ from collections import Counter
 
 import numpy as np
 
-from vtasm.formats.network import kernel_identifier
+from vtasm.names import kernel_identifier, unique
 from vtasm.portability import MIN_ACC_DISTANCE, SHIFT_MAX
 
-from .convert.network import LayerKind, unhandled
+from .convert.layers import LayerKind, unhandled
 from .partition import Part
 from .quantise import QLayer, QuantisedNetwork
-
-kernel_name = kernel_identifier  # an ONNX tensor name as a kernel-language name (one rule: the network format's)
 
 
 def _type(dtype: str, shape) -> str:
@@ -185,14 +183,7 @@ def _fused_name(product: QLayer, consumer: QLayer, taken: set[str]) -> str:
     """A joined kernel's name: the product's, then the consumer's past the prefix they share
     (layer1_0_conv2 and layer1_0_add: layer1_0_conv2_add), none of ``taken``."""
     common = os.path.commonprefix([product.name, consumer.name])
-    return _free(kernel_identifier(f"{product.name}_{consumer.name[common.rfind('_') + 1:]}"), taken)
-
-
-def _free(name: str, taken: set[str]) -> str:
-    """``name``, with underscores appended until it is none of ``taken``."""
-    while name in taken:
-        name += "_"
-    return name
+    return unique(kernel_identifier(f"{product.name}_{consumer.name[common.rfind('_') + 1:]}"), taken)
 
 
 def _tensor_names(tensors: list[str]) -> tuple[dict[str, str], set[str]]:
@@ -201,8 +192,7 @@ def _tensor_names(tensors: list[str]) -> tuple[dict[str, str], set[str]]:
     names: dict[str, str] = {}
     taken: set[str] = set()
     for t in tensors:
-        names[t] = _free(kernel_identifier(t), taken)
-        taken.add(names[t])
+        names[t] = unique(kernel_identifier(t), taken)
     return names, taken
 
 
@@ -327,8 +317,7 @@ def emit_vk(qnet: QuantisedNetwork, part: Part | None = None) -> tuple[str, dict
         if layer.output in outs:
             target = local[layer.output]
         else:
-            target = _free(kernel_identifier(f"t_{layer.name}"), taken)
-            taken.add(target)
+            target = unique(kernel_identifier(f"t_{layer.name}"), taken)
             local[layer.output] = target
         lines.append(f"    {target} = {call}")
     decls = [f"{local[t]}: {_type('int8', shapes[t])}" for t in outs]

@@ -11,7 +11,7 @@ from vtasim.host.step import run_node
 from vtasm.errors import FormatError, ModelError
 
 from .arrays import conv2d, windows
-from .convert.network import Layer, LayerKind, Network, unhandled
+from .convert.layers import Layer, LayerKind, Network, unhandled
 from .read.wire import release
 
 DENSE_BLOCK_ELEMENTS = 1 << 22  # about this many weights of a large dense layer converted to float64 at a time

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from vtasm.formats.network import HostStep, NetTensor, Side
 
-from .convert.network import LayerKind
+from .convert import LayerKind
 from .quantise import QLayer, QuantisedNetwork
 
 

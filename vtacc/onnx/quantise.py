@@ -24,7 +24,7 @@ from vtasm.formats.network import EXP_LIMIT
 from vtasm.portability import SHIFT_MAX
 
 from .calibrate import Statistics, calibrate, exponent_for
-from .convert.network import Layer, LayerKind, Network
+from .convert import Layer, LayerKind, Network
 from .read.wire import release
 
 

@@ -14,7 +14,7 @@ from vtasim.host.step import run_host_step
 from vtasm.formats.network import Side
 
 from .arrays import conv2d, windows
-from .convert.network import LayerKind, unhandled
+from .convert.layers import LayerKind, unhandled
 from .partition import host_step, net_tensors, partition
 from .quantise import QLayer, QuantisedNetwork
 

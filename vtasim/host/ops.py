@@ -19,6 +19,8 @@ import numpy as np
 from vtasm import budget
 from vtasm.formats.network import ONNX_DTYPES
 
+from . import forms
+
 Arrays = list[np.ndarray | None]
 Op = Callable[[Arrays, dict, int, list[tuple[int, ...]]], list[np.ndarray]]
 OPS: dict[str, Op] = {}
@@ -92,7 +94,7 @@ ONE_INPUT = frozenset({"Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Abs", "Neg", "R
 @op("LeakyRelu")
 def _leaky_relu(xs, a, opset, shapes):
     x = _f32(xs[0])
-    return [np.where(x >= 0, x, x * x.dtype.type(a.get("alpha", 0.01)))]
+    return [np.where(x >= 0, x, x * x.dtype.type(forms.leaky_slope(a)))]
 
 
 @op("Elu")
@@ -105,7 +107,8 @@ def _elu(xs, a, opset, shapes):
 def _hard_sigmoid(xs, a, opset, shapes):
     x = _f32(xs[0])
     t = x.dtype.type
-    return [np.clip(t(a.get("alpha", 0.2)) * x + t(a.get("beta", 0.5)), 0, 1).astype(x.dtype)]
+    alpha, beta = forms.hard_sigmoid(a)
+    return [np.clip(t(alpha) * x + t(beta), 0, 1).astype(x.dtype)]
 
 
 @op("HardSwish")
@@ -118,8 +121,7 @@ def _hard_swish(xs, a, opset, shapes):
 @op("Clip")
 def _clip(xs, a, opset, shapes):
     x = _f32(xs[0])
-    low = xs[1] if len(xs) > 1 and xs[1] is not None else a.get("min", -math.inf)
-    high = xs[2] if len(xs) > 2 and xs[2] is not None else a.get("max", math.inf)
+    low, high = forms.clip_bounds(xs, a)
     return [np.clip(x, np.asarray(low, x.dtype), np.asarray(high, x.dtype))]
 
 
@@ -190,7 +192,7 @@ def _lrn(xs, a, opset, shapes):
 def _batch_norm(xs, a, opset, shapes):
     x, gamma, beta, mean, var = (_f32(v) for v in xs[:5])
     shape = (1, -1) + (1,) * (x.ndim - 2)
-    factor = gamma / np.sqrt(var + x.dtype.type(a.get("epsilon", 1e-5)))
+    factor = gamma / np.sqrt(var + x.dtype.type(forms.epsilon(a)))
     return [(x - mean.reshape(shape)) * factor.reshape(shape) + beta.reshape(shape)]
 
 
@@ -203,18 +205,19 @@ def _matmul(xs, a, opset, shapes):
 @op("Gemm")
 def _gemm(xs, a, opset, shapes):
     x, w = _f32(xs[0]), _f32(xs[1])
-    x = x.T if a.get("transA", 0) else x
-    w = w.T if a.get("transB", 0) else w
-    y = x.dtype.type(a.get("alpha", 1.0)) * (x @ w)
+    form = forms.gemm_form(a)
+    x = x.T if form.trans_a else x
+    w = w.T if form.trans_b else w
+    y = x.dtype.type(form.alpha) * (x @ w)
     if len(xs) > 2 and xs[2] is not None:
-        y = y + x.dtype.type(a.get("beta", 1.0)) * _f32(xs[2])
+        y = y + x.dtype.type(form.beta) * _f32(xs[2])
     return [y]
 
 
 def _spatial(a: dict, kernel: tuple[int, ...]) -> tuple[list[int], list[int], list[int]]:
     """strides, pads as [begin..., end...] and dilations of a window operator (explicit pads only)."""
-    n = len(kernel)
-    return (list(a.get("strides", [1] * n)), list(a.get("pads", [0] * 2 * n)), list(a.get("dilations", [1] * n)))
+    w = forms.window(a, len(kernel))
+    return w.strides, w.pads, w.dilations
 
 
 def _patches(x: np.ndarray, kernel: tuple[int, ...], strides, dilations, out_hw, fill: float) -> np.ndarray:
@@ -351,14 +354,10 @@ def _global_max_pool(xs, a, opset, shapes):
 def _reduce(fn: Callable[..., np.ndarray]) -> Op:
     def apply(xs, a, opset, shapes):
         x = _f32(xs[0])
-        axes = a.get("axes")
-        if len(xs) > 1 and xs[1] is not None:  # opset 18 (13 for ReduceSum) moves the axes to an input
-            axes = [int(v) for v in np.ravel(xs[1])]
-        if not axes:
-            if a.get("noop_with_empty_axes", 0):
-                return [x]
-            axes = list(range(x.ndim))
-        y = fn(x, axis=tuple(int(v) % x.ndim for v in axes), keepdims=True)
+        axes = forms.reduce_axes(xs, a, x.ndim)
+        if not axes:  # noop_with_empty_axes
+            return [x]
+        y = fn(x, axis=axes, keepdims=True)
         return [y.reshape(shapes[0])]
 
     return apply
@@ -429,16 +428,9 @@ def _gather(xs, a, opset, shapes):
 @op("Pad")
 def _pad(xs, a, opset, shapes):
     x = _f32(xs[0])
-    pads = a.get("pads") if opset < 11 else [int(v) for v in np.ravel(xs[1])]
-    value = a.get("value", 0.0) if opset < 11 else (float(np.ravel(xs[2])[0]) if len(xs) > 2 and xs[2] is not None
-                                                    else 0.0)
-    if len(xs) > 3 and xs[3] is not None:  # opset 18: the axes the pads apply to
-        axes, full = [int(v) % x.ndim for v in np.ravel(xs[3])], [0] * 2 * x.ndim
-        for k, axis in enumerate(axes):
-            full[axis], full[axis + x.ndim] = pads[k], pads[k + len(axes)]
-        pads = full
+    form = forms.pad_form(xs, a, opset, x.ndim)
+    pads, value, mode = form.pads, form.value, form.mode
     n = x.ndim
-    mode = a.get("mode", "constant")
     width = [(max(pads[i], 0), max(pads[i + n], 0)) for i in range(n)]
     _room([d + lo + hi for d, (lo, hi) in zip(x.shape, width, strict=True)], "its padded input")
     y = np.pad(x, width, mode="constant", constant_values=value) if mode == "constant" else \

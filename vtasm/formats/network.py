@@ -15,7 +15,6 @@ own magic, then a NETW chunk (canonical JSON), one PROG chunk per program
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
@@ -36,12 +35,6 @@ MAGIC = NETWORK
 VERSION = 1
 EXP_LIMIT = 126  # scales 2**-126 .. 2**126: normal float32 numbers
 CONST_DTYPES = ("float32", "int64")
-
-
-def kernel_identifier(name: str) -> str:
-    """A model tensor's name as the kernel language (and so a VTA program's tensor table) spells it."""
-    text = re.sub(r"[^A-Za-z0-9_]", "_", name).strip("_") or "t"
-    return ("t_" + text) if text[0].isdigit() else text
 
 
 class Side(str, Enum):

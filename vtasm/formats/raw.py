@@ -24,6 +24,7 @@ from vtasm.config import VTAConfig, config_from_dict, default_config
 from vtasm.encoding import codec_for
 from vtasm.errors import ConfigError, FormatError
 from vtasm.fileio import read_bytes, read_mapped, write_atomic
+from vtasm.names import unique
 from vtasm.program import DumpRange, Program, Segment, TensorInfo, first_overlap
 
 from .jsonfields import get_int, get_list, get_object, get_str, parse_json
@@ -85,11 +86,7 @@ def _segment_name(file: str, taken: set[str]) -> str:
     name = re.sub(r"[^A-Za-z0-9_]", "_", stem) or "seg"
     if name[0].isdigit() or name in _RESERVED:
         name = f"seg_{name}"
-    base, n = name, 2
-    while name in taken:
-        name, n = f"{base}_{n}", n + 1
-    taken.add(name)
-    return name
+    return unique(name, taken)
 
 
 def import_raw(directory: str | Path, cfg: VTAConfig | None = None,

@@ -2,7 +2,7 @@
 
 ``load_graph`` reads a model with the ``onnx`` package and refuses, with one
 line naming the node, what the importer cannot take: an operator outside
-SUPPORTED (every such node, in one message), a dynamic or unknown shape, an
+what the converters and the host compute (every such node, in one message), a dynamic or unknown shape, an
 input that nothing produces. Input dimensions the model leaves open are fixed
 by the caller (``--input-shape``); shapes then come from ONNX's own shape
 inference, and shape arithmetic on constants is folded away (fold.py).
@@ -19,14 +19,11 @@ import numpy as np
 from vtasim.host.ops import OPS as HOST_OPS
 from vtasm import budget
 from vtasm.errors import ModelError, printable
+from vtasm.names import unique
 
 from .fold import FOLD_ONLY, fix_input_shapes, model_opset, open_inputs, static_model
 from .validate import check_nodes, check_weights
 from .wire import read_model
-
-SUPPORTED = ("Conv", "Gemm", "MatMul", "Relu", "Clip", "MaxPool", "AveragePool", "GlobalAveragePool", "Add",
-             "Flatten", "Reshape", "Concat", "BatchNormalization", "Identity", "Dropout", "QuantizeLinear",
-             "DequantizeLinear")
 
 
 @dataclass
@@ -93,11 +90,7 @@ def printable_names(graph) -> None:
     taken = names - set(odd)
     renamed = {}
     for old in odd:
-        new = printable(old, keep="")
-        while new in taken:
-            new += "_"
-        taken.add(new)
-        renamed[old] = new
+        renamed[old] = unique(printable(old, keep=""), taken)
     for t in graph.initializer:
         t.name = renamed.get(t.name, t.name)
     for v in [*graph.input, *graph.output, *graph.value_info]:
@@ -128,7 +121,10 @@ def load_graph(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None
         n.name = n.name or f"{n.op_type.lower()}_{k}"
     # before any other work (folding included, which would execute what it folds): an operator that no
     # side computes and that folding could not remove (control flow, other domains) is refused
-    _refuse_unknown(model.graph.node, name, {*SUPPORTED, *HOST_OPS, *FOLD_ONLY})
+    from ..convert import vta_operators  # (read here: the converters' package reads graphs)
+
+    computable = vta_operators() | frozenset(HOST_OPS)
+    _refuse_unknown(model.graph.node, name, computable | FOLD_ONLY)
     check_nodes(model, name, opset)  # each node against its schema and what the importer relies on
     fix_input_shapes(model, name, input_shapes or {})
     still_open = open_inputs(model)
@@ -138,7 +134,7 @@ def load_graph(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None
                          "(e.g. a batch of 1)")
     model, constants = static_model(model, name, opset, arrays)
     g = model.graph
-    _refuse_unknown(g.node, name, {*SUPPORTED, *HOST_OPS})  # what folding was to remove and did not
+    _refuse_unknown(g.node, name, computable)  # what folding was to remove and did not
     nodes = [Node(n.op_type, n.name, list(n.input), list(n.output),
                   {a.name: onnx.helper.get_attribute_value(a) for a in n.attribute}) for n in g.node]
     inputs = [i.name for i in g.input if i.name not in constants]
