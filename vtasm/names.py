@@ -10,11 +10,12 @@ import re
 from collections.abc import Callable
 
 
-def kernel_identifier(name: str) -> str:
+def kernel_identifier(name: str, lead: str = "t_", empty: str = "t") -> str:
     """A model name as the kernel language (and so a VTA program's tensor table) spells it: letters, digits
-    and underscores, no underscore at either end, never a digit first ('t_' before it; 't' for nothing)."""
-    text = re.sub(r"[^A-Za-z0-9_]", "_", name).strip("_") or "t"
-    return ("t_" + text) if text[0].isdigit() else text
+    and underscores, no underscore at either end, never a digit first (``lead`` before it: 't_' for a
+    tensor, 'l' for a layer) and ``empty`` for a name with nothing left."""
+    text = re.sub(r"[^A-Za-z0-9_]", "_", name).strip("_") or empty
+    return (lead + text) if text[0].isdigit() else text
 
 
 def unique(base: str, taken: set[str], fold: Callable[[str], str] = str) -> str:

@@ -94,7 +94,7 @@ def _logits(model: onnx.ModelProto) -> dict[str, str]:
 def run_network(name: str, size: int, out: Path, samples: int = 8, tests: int = 2) -> Result:
     """Build, compile, run and check one network; the files go to ``out``."""
     from vtacc.onnx import import_model
-    from vtacc.onnx.convert.layers import layer_macs
+    from vtacc.onnx.kinds import layer_macs
     from vtacc.onnx.reference import run_int8
     from vtasim.host.quant import dequantise
     from vtasim.timing.profile import resolve_profile

@@ -1,6 +1,6 @@
 """Layers the importer joins into one kernel: a residual add into the convolution that feeds it
-(emit_vk.residual_fusions, _fused_kernel) and a max pooling into the convolution it pools
-(emit_vk.pool_fusions, _pooled_kernel). Each fused kernel computes the two layers' bits exactly, checked
+(fuse.residual_fusions, emit.fused_kernel) and a max pooling into the convolution it pools
+(fuse.pool_fusions, emit.pooled_kernel). Each fused kernel computes the two layers' bits exactly, checked
 against the numpy int8 execution of the two layers (reference.run_int8, written from the quantiser's
 definitions) on inputs that saturate every clip, for every way the add's scales can align, every kind of
 window and on every golden configuration."""
@@ -12,8 +12,9 @@ import pytest
 
 from tests.vtacc.harness import CONFIGS, config, run
 from vtacc.onnx.convert.layers import Layer, LayerKind, Network
-from vtacc.onnx.emit import emit_vk, pool_fusions, residual_fusions
-from vtacc.onnx.quantise import QLayer, QuantisedNetwork
+from vtacc.onnx.emit import emit_vk
+from vtacc.onnx.fuse import pool_fusions, residual_fusions
+from vtacc.onnx.quantised import QLayer, QuantisedNetwork
 from vtacc.onnx.reference import run_int8
 
 C, H = 16, 6

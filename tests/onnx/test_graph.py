@@ -113,17 +113,24 @@ def test_missing_initialiser_refused(tmp_path):
     assert caught.value.node == "conv1"  # the node at fault, beside the message
 
 
-def test_layer_kinds_are_types_and_a_switch_refuses_one_it_has_no_rule_for():
+def test_layer_kinds_are_types_and_every_vta_kind_has_its_rules():
     from vtacc.onnx.convert.layers import Layer, LayerKind
-    from vtacc.onnx.float_run import _float_layer
+    from vtacc.onnx.kinds import RULES, rules
+    from vtacc.onnx.kinds.rules import Rules, no_macs, nothing
 
     layer = Layer("clip", "c", ["n"], ["x"], "y", (1, 16, 2, 2))
     assert layer.kind is LayerKind.CLIP
     with pytest.raises(ValueError, match="'softmax' is not a valid LayerKind"):
         Layer("softmax", "s", ["n"], ["x"], "y", (1, 16))
-    layer.kind = LayerKind.HOST  # a host layer never reaches the float layers' switch: refused, not clipped
-    with pytest.raises(TypeError, match="the float network: no rule for layer kind"):
-        _float_layer(layer, [np.zeros((1, 16, 2, 2))])
+    assert set(RULES) == set(LayerKind) - {LayerKind.HOST}  # checked when the kinds load, too
+    assert all(r.kind is kind for kind, r in RULES.items())
+    with pytest.raises(KeyError):  # a host layer runs on the host: it has no VTA rules to fall into
+        rules(LayerKind.HOST)
+    clip = rules(LayerKind.CLIP)
+    with pytest.raises(TypeError, match="give either its kernel or the built-in"):
+        Rules(LayerKind.CLIP, clip.float, clip.int8, True, nothing, None, None, no_macs)
+    with pytest.raises(TypeError):  # every rule is required: a kind cannot leave one out
+        Rules(LayerKind.CLIP, clip.float, clip.int8, True, nothing, clip.kernel, None)
 
 
 def test_not_a_model(tmp_path):

@@ -8,7 +8,7 @@ import onnx
 import pytest
 from onnx import helper, numpy_helper
 
-from vtacc.onnx.float_run import DENSE_BLOCK_ELEMENTS, _dense
+from vtacc.onnx.kinds.product import DENSE_BLOCK_ELEMENTS, _dense
 from vtacc.onnx.read.graph import load_graph
 from vtacc.onnx.read.wire import CUT_BYTES, read_model, release
 from vtasm.errors import ModelError

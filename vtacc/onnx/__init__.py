@@ -24,10 +24,11 @@ from vtasm.names import kernel_identifier
 
 from .accuracy import SAMPLES, measure
 from .convert import LayerKind, Network, lower
-from .convert.layers import layer_macs
 from .emit import emit_vk
+from .kinds import layer_macs
 from .partition import Part, partition
-from .quantise import QuantisedNetwork, quantise
+from .quantise import quantise
+from .quantised import QuantisedNetwork
 from .read.graph import load_graph
 
 

@@ -15,7 +15,7 @@ import numpy as np
 from vtasim.host.quant import dequantise
 
 from .float_run import batches, run_float
-from .quantise import QuantisedNetwork
+from .quantised import QuantisedNetwork
 from .reference import run_int8
 
 SAMPLES = 2  # enough to rank the layers; each costs a float and an int8 run of the network

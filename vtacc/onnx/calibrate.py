@@ -10,13 +10,13 @@ clipped, values below keep a rounding error of a twelfth of a step squared
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .convert import Network
 from .float_run import batches, run_float
+from .quantised import exponent_for
 
 BINS = 8  # per octave
 LOW = -64  # log2 of the smallest magnitude binned (smaller ones count in the first bin)
@@ -58,13 +58,6 @@ class Statistics:
             if err < 0.9 * best_err:
                 best, best_err = exp, err
         return best
-
-
-def exponent_for(magnitude: float) -> int:
-    """The smallest e with magnitude / 2**e <= 127."""
-    if magnitude <= 0 or not math.isfinite(magnitude):
-        return 0
-    return math.ceil(math.log2(magnitude / 127.0) - 1e-12)
 
 
 def calibrate(net: Network, data: np.ndarray, keep: int = 0

@@ -10,11 +10,8 @@ import numpy as np
 from vtasim.host.step import run_node
 from vtasm.errors import FormatError, ModelError
 
-from .arrays import conv2d, windows
-from .convert.layers import Layer, LayerKind, Network, unhandled
-from .read.wire import release
-
-DENSE_BLOCK_ELEMENTS = 1 << 22  # about this many weights of a large dense layer converted to float64 at a time
+from .convert.layers import Layer, LayerKind, Network
+from .kinds import rules
 
 
 def run_float(net: Network, x: np.ndarray) -> dict[str, np.ndarray]:
@@ -29,7 +26,7 @@ def run_float(net: Network, x: np.ndarray) -> dict[str, np.ndarray]:
             continue
         ins = [values[t] for t in layer.inputs]
         with np.errstate(all="ignore"):  # an overflow is refused below, naming the node
-            y = _float_layer(layer, ins)
+            y = rules(layer.kind).float(layer, ins)
         if not np.isfinite(y).all():
             raise ModelError(f"{net.name}: node '{layer.sources[0]}' gives NaN or infinite values on the calibration "
                              "inputs (its weights or inputs are too large for float arithmetic)",
@@ -57,45 +54,6 @@ def _host_layer(net: Network, layer: Layer, values: dict[str, np.ndarray]) -> di
                              f"or infinite values on the calibration inputs (float32); int8 cannot hold them",
                              node=node.name)
     return {t: y.astype(np.float64) for t, y in outs.items()}
-
-
-def _float_layer(layer: Layer, ins: list[np.ndarray]) -> np.ndarray:
-    x = ins[0]
-    if layer.kind == LayerKind.CONV:
-        w = layer.weight.astype(np.float64, copy=False)  # held as the model stores it (network.weight)
-        release(layer.weight)  # a weight mapped from the model file: its pages go until it is used again
-        return conv2d(x, w, layer.stride, layer.pad, layer.groups) + layer.bias[None, :, None, None]
-    if layer.kind == LayerKind.DENSE:
-        y = _dense(x.reshape(x.shape[0], -1), layer.weight) + layer.bias
-        release(layer.weight)
-        return y
-    if layer.kind == LayerKind.MAXPOOL:
-        return windows(x, layer.size, layer.stride, layer.pad, -np.inf, layer.pad_end).max(axis=-1)
-    if layer.kind == LayerKind.AVGPOOL:
-        return windows(x, layer.size, layer.stride, layer.pad, 0.0, layer.pad_end).mean(axis=-1)
-    if layer.kind == LayerKind.GAP:
-        return x.mean(axis=(2, 3), keepdims=True)
-    if layer.kind == LayerKind.ADD:
-        return ins[0] + ins[1]
-    if layer.kind == LayerKind.CONCAT:
-        return np.concatenate(ins, axis=1)
-    if layer.kind == LayerKind.CLIP:
-        return x  # the bounds are applied by the caller
-    raise unhandled(layer, "the float network")
-
-
-def _dense(x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """x @ w.T in float64, ``w`` (as the model stores it) converted a block of output rows at a time when
-    it is large: a VGG's first classifier layer (100 M float32 weights) would take 820 MB as one float64
-    copy. The blocks split the outputs, never a sum, and stay large enough (DENSE_BLOCK_ELEMENTS) for BLAS
-    to take the path it takes for the whole product (small products take another, rounding otherwise)."""
-    if w.dtype == np.float64 or w.size <= 2 * DENSE_BLOCK_ELEMENTS:
-        return x @ w.astype(np.float64, copy=False).T
-    rows = -(-DENSE_BLOCK_ELEMENTS // w.shape[1] // 64) * 64
-    out = np.empty((x.shape[0], w.shape[0]))
-    for lo in range(0, w.shape[0], rows):
-        out[:, lo : lo + rows] = x @ w[lo : lo + rows].astype(np.float64).T
-    return out
 
 
 def batches(net: Network, data: np.ndarray, budget: int = 256 << 20):

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from vtasm.formats.network import HostStep, NetTensor, Side
 
 from .convert import LayerKind
-from .quantise import QLayer, QuantisedNetwork
+from .quantised import QLayer, QuantisedNetwork
 
 
 @dataclass

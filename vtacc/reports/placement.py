@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from vtacc.onnx.convert.layers import layer_macs
+from vtacc.onnx.kinds import layer_macs
 from vtasim.host.step import node_macs, run_host_step
 from vtasm.formats.network import HostStep, NetworkFile, Side
 

@@ -213,9 +213,24 @@ def _last_tile(size: int, extent: int) -> int:
 @functools.lru_cache(maxsize=4096)
 def _smallest_product(pr: Problem, th: int, tw: int) -> int:
     """The fewest product pixels a tile of a pooled convolution computes (a plane's)."""
-    rows = min(product_span(pr.pool, h0, min(th, pr.oh - h0), pr.ch)[1] for h0 in range(0, pr.oh, th))
-    cols = min(product_span(pr.pool, w0, min(tw, pr.ow - w0), pr.cw)[1] for w0 in range(0, pr.ow, tw))
+    return smallest_product(pr.pool, (pr.ch, pr.cw), (pr.oh, pr.ow), th, tw)
+
+
+def smallest_product(pool: tuple[int, int, int], product_hw: tuple[int, int], pooled_hw: tuple[int, int],
+                     th: int, tw: int) -> int:
+    """The fewest product pixels (of a plane) that a tile of ``th`` x ``tw`` pooled pixels reads, over the
+    tiles of a max pooling (size, stride, pad) of a ``product_hw`` convolution result."""
+    (ch, cw), (oh, ow) = product_hw, pooled_hw
+    rows = min(product_span(pool, h0, min(th, oh - h0), ch)[1] for h0 in range(0, oh, th))
+    cols = min(product_span(pool, w0, min(tw, ow - w0), cw)[1] for w0 in range(0, ow, tw))
     return rows * cols
+
+
+def pooling_compiles(pool: tuple[int, int, int], product_hw: tuple[int, int], pooled_hw: tuple[int, int]) -> bool:
+    """Whether max_pool(conv2d(...)) compiles as one operator on every configuration: its tile of the whole
+    image reads enough product pixels, in one channel plane, for the distance rule (_evaluate) whatever the
+    channels and the reduction, so at least that tiling is allowed."""
+    return smallest_product(pool, product_hw, pooled_hw, *pooled_hw) >= MIN_ACC_DISTANCE
 
 
 def _compulsory_parts(pr: Problem, needs: Needs, cfg: VTAConfig, gemm: bool, pool: bool,

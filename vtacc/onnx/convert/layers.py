@@ -8,7 +8,6 @@ from enum import Enum
 
 import numpy as np
 
-from vtasim.host.step import node_macs
 from vtasm.errors import ModelError
 from vtasm.formats.network import HostNode
 
@@ -106,18 +105,3 @@ class Network:
 class NotOnVta(ModelError):
     """A node VTA cannot compute as written; the host CPU may (the message says why not VTA)."""
 
-
-def unhandled(layer: Layer, where: str) -> TypeError:
-    """The error a switch over layer kinds raises for a kind it has no rule for."""
-    return TypeError(f"{where}: no rule for layer kind {layer.kind!r} (layer {layer.name})")
-
-
-def layer_macs(layer: Layer) -> int:
-    """Multiply-accumulates of a layer: convolutions and dense layers on VTA, the same operators on the host."""
-    if layer.kind == LayerKind.CONV:
-        return math.prod(layer.shape) * math.prod(layer.weight.shape[1:])
-    if layer.kind == LayerKind.DENSE:
-        return math.prod(layer.shape) * layer.weight.shape[1]
-    if layer.kind == LayerKind.HOST and layer.node.op in ("Conv", "ConvTranspose", "Gemm", "MatMul"):
-        return node_macs(layer.host_node)
-    return 0
