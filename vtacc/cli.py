@@ -225,9 +225,9 @@ def _explain_network(model) -> None:
         else:
             ops = ", ".join(f"{n.op} '{n.name}'" for n in step.nodes)
             click.echo(f"== step {k + 1}: host step '{step.name}': {ops} ==")
-    from .reports.placement import step_figures, summary
+    from .reports.placement import placement, summary
 
-    click.echo(summary(step_figures(model), model.compiled.profile.name if model.launches else "-"), nl=False)
+    click.echo(summary(placement(model)), nl=False)
 
 
 def _write_vk(imported, output: str | None, source: str) -> None:

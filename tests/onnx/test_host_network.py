@@ -117,7 +117,8 @@ def test_the_api_timing_gives_numbers_that_print_as_the_table(tmp_path):
     assert t.host_seconds == 0 and t.seconds == t.vta_seconds
     assert str(t).startswith("timing (chisel-2019): 3 VTA launches, 3 host steps") and "not run" in str(t)
     assert t.rows()[1]["what"] == "LRN" and set(t.rows()[0]) == {"step", "kind", "name", "what", "cycles",
-                                                                 "seconds"}
+                                                                 "seconds", "macs", "ops"}
+    assert t.rows()[1]["macs"] == 0 and t.rows()[0]["macs"] is None  # a launch's MACs are the compiler's to say
     x = RNG.normal(0, 1, (2, 3, 8, 8)).astype(np.float32)
     measured = api.timing(net, "chisel-2019", x)
     assert all(s.seconds > 0 for s in measured.steps if s.kind == "host") and measured.host_seconds > 0

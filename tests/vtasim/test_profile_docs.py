@@ -1,46 +1,44 @@
-"""docs/timing.md's table of profile values says what the built-in profiles hold: every key, every value."""
+"""The profile keys are declared once (vtasim/timing/profile_keys.py): the Profile's fields, what a profile
+file and --set take, and docs/timing.md's table of keys, meanings and built-in values all follow it."""
 
 from __future__ import annotations
 
-import re
+import dataclasses
 from pathlib import Path
 
-from vtasim.timing.names import BUILTIN
-from vtasim.timing.profile import load_profile, parse_override, profile_keys
+import pytest
+
+from vtasim.timing.profile import Profile, load_profile, parse_override, profile_keys, values_table, with_overrides
+from vtasim.timing.profile_keys import KEYS
+from vtasm.errors import ConfigError
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "timing.md"
+TOP = {"name", "description", "clock_mhz", "fitted"}
 
 
-def _table() -> tuple[list[str], dict[str, list[str]]]:
-    """The profile names of the values table's header and, per key, the cells under them."""
-    lines = DOC.read_text(encoding="utf-8").splitlines()
-    start = next(i for i, line in enumerate(lines) if line.startswith("| key | meaning |"))
-    header = [c.strip() for c in lines[start].strip("|").split("|")][2:]
-    rows = {}
-    for line in lines[start + 2:]:
-        if not line.startswith("|"):
-            break
-        cells = [c.strip() for c in line.strip("|").split("|")]
-        rows[cells[0].strip("`")] = cells[2:]
-    return header, rows
+def test_the_docs_table_is_the_one_made_from_the_keys_and_the_builtin_profiles():
+    text = DOC.read_text(encoding="utf-8")
+    table = values_table()
+    assert table in text, "docs/timing.md's values table is stale: python -m vtasim.timing.profile prints it"
 
 
-def _shown(value) -> str:
-    if isinstance(value, tuple):
-        return ", ".join(value)
-    return f"{value:g}" if isinstance(value, float) else str(value)
+def test_every_profile_field_is_a_declared_key_and_every_key_a_field():
+    fields = [f.name for f in dataclasses.fields(Profile) if f.name not in TOP]
+    assert [k.attr for k in KEYS] == fields  # the same keys, in the same order
+    assert profile_keys() == [k.spelt for k in KEYS]
+    assert len({k.spelt for k in KEYS}) == len(KEYS)
 
 
-def test_the_values_table_lists_every_key_of_every_builtin_profile():
-    header, rows = _table()
-    assert header == list(BUILTIN)
-    assert sorted(rows) == sorted(profile_keys())
-    wrong = []
-    for name in BUILTIN:
-        profile = load_profile(name)
-        column = header.index(name)
-        for key, cells in rows.items():
-            value = getattr(profile, parse_override(f"{key}=0")[0])
-            if re.sub(r"\s+", " ", cells[column]) != _shown(value):
-                wrong.append(f"{key} on {name}: docs say {cells[column]}, the profile holds {_shown(value)}")
-    assert not wrong, "\n".join(wrong)
+@pytest.mark.parametrize("key", KEYS, ids=lambda k: k.spelt)
+def test_each_key_is_set_by_its_spelling_and_held_to_its_least_value(key):
+    if key.attr == "read_priority":
+        assert parse_override(f"{key.spelt}=acc,fetch,inp,uop,wgt") == ("read_priority",
+                                                                          ("acc", "fetch", "inp", "uop", "wgt"))
+        return
+    assert parse_override(f"{key.spelt}=1")[0] == key.attr
+    profile = load_profile("hls")
+    if key.least > 0:
+        with pytest.raises(ConfigError, match=f"{key.spelt} must be at least {key.least}"):
+            with_overrides(profile, {key.attr: key.least - 1})
+    with pytest.raises(ConfigError, match=f"{key.spelt} must be at least"):
+        with_overrides(profile, {key.attr: -1})

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import gc
 
+from vtasm.cache import grammar_cache
 from vtasm.collector import FIRST_GENERATION, fewer_collections
-from vtasm.grammar_cache import grammar_cache
 
 
 def test_fewer_collections_raises_the_first_threshold_and_restores_it():

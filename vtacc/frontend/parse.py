@@ -15,8 +15,8 @@ from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 from lark.lexer import PatternStr
 
+from vtasm.cache import grammar_cache
 from vtasm.errors import CompileError, SourceSpan
-from vtasm.grammar_cache import grammar_cache
 
 from . import syntax_tree as st
 

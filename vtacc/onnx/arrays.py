@@ -1,14 +1,12 @@
-"""The layers' arithmetic in numpy, written from the math: convolution, pooling, averages.
-
-Used with float inputs for calibration and with integer-valued float arrays
-by the int8 reference: int8 products summed over at most a few thousand
-terms stay far below 2**53, so float64 BLAS computes them exactly (float32
-where every sum stays below 2**24: reference.py picks).
-"""
+"""The float layers' arithmetic in numpy (calibration and the float reference): convolution and pooling
+windows, in float64, with the windows taken as the host takes them (vtasim.host.windows). The int8
+reference has arithmetic of its own (exact.py)."""
 
 from __future__ import annotations
 
 import numpy as np
+
+from vtasim.host.windows import patches
 
 
 def conv2d(x: np.ndarray, w: np.ndarray, stride: int, pad: int, groups: int) -> np.ndarray:
@@ -32,11 +30,8 @@ def conv2d(x: np.ndarray, w: np.ndarray, stride: int, pad: int, groups: int) -> 
 def _columns(xp: np.ndarray, kh: int, kw: int, stride: int, oh: int, ow: int) -> np.ndarray:
     """[N, C, KH, KW, OH, OW]: the input pixel under every kernel tap of every output position."""
     n, c = xp.shape[:2]
-    cols = np.empty((n, c, kh, kw, oh, ow), dtype=xp.dtype)
-    for i in range(kh):
-        for j in range(kw):
-            cols[:, :, i, j] = xp[:, :, i:i + stride * oh:stride, j:j + stride * ow:stride]
-    return cols
+    taps = patches(xp, (kh, kw), (stride, stride), (1, 1), (oh, ow))
+    return np.ascontiguousarray(np.moveaxis(taps, 4, 2)).reshape(n, c, kh, kw, oh, ow)
 
 
 def windows(x: np.ndarray, size: int, stride: int, pad: int, fill: float, pad_end: int | None = None) -> np.ndarray:
@@ -46,8 +41,4 @@ def windows(x: np.ndarray, size: int, stride: int, pad: int, fill: float, pad_en
     end = pad if pad_end is None else pad_end
     xp = np.pad(x, ((0, 0), (0, 0), (pad, end), (pad, end)), constant_values=fill)
     oh, ow = (h + pad + end - size) // stride + 1, (w + pad + end - size) // stride + 1
-    out = np.empty((n, c, oh, ow, size * size), dtype=xp.dtype)
-    for i in range(size):
-        for j in range(size):
-            out[..., i * size + j] = xp[:, :, i:i + stride * oh:stride, j:j + stride * ow:stride]
-    return out
+    return patches(xp, (size, size), (stride, stride), (1, 1), (oh, ow))

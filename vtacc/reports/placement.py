@@ -2,34 +2,24 @@
 
 VTA launches are timed by the timing model under the compiler's profile;
 host steps are run here, on zero inputs, and timed (the median of three
-runs): the same float32 code `vtasim run` executes. MACs of host nodes are
-counted for the operators that multiply and accumulate (Conv,
-ConvTranspose, Gemm, MatMul); element-wise and data-movement operators
-count none.
+runs): the same float32 code `vtasim run` executes. The report is
+vtasim's network timing (vtasim.timing.network_timing), with the MACs the
+compiled model knows: a launch's layers', and a host node's for the
+operators that multiply and accumulate (Conv, ConvTranspose, Gemm,
+MatMul); element-wise and data-movement operators count none.
 """
 
 from __future__ import annotations
 
 import statistics
 import time
-from dataclasses import dataclass
 
 import numpy as np
 
 from vtacc.onnx.kinds import layer_macs
 from vtasim.host.step import node_macs, run_host_step
+from vtasim.timing.network_timing import NetworkTiming, StepTiming
 from vtasm.formats.network import HostStep, NetworkFile, Side
-
-
-@dataclass
-class StepFigures:
-    """One step: where it runs, what it computes, its MACs and seconds."""
-
-    where: Side
-    name: str
-    ops: str
-    macs: int
-    seconds: float
 
 
 def _host_seconds(step: HostStep, net: NetworkFile) -> float:
@@ -42,38 +32,27 @@ def _host_seconds(step: HostStep, net: NetworkFile) -> float:
     return statistics.median(times)
 
 
-def step_figures(model) -> list[StepFigures]:
-    """The figures of every step of a compiled model (vtacc.model.CompiledModel; its steps are the
-    imported model's parts, in order)."""
+def placement(model) -> NetworkTiming:
+    """The timing of every step of a compiled model (vtacc.model.CompiledModel; its steps are the
+    imported model's parts, in order), with each step's MACs."""
     launches = iter(model.launches)
     ops_of = model.imported.qnet.network.ops
-    figures = []
-    for step, part in zip(model.network.steps, model.imported.parts, strict=True):
+    profile = model.launches[0].profile if model.launches else None
+    steps = []
+    for k, (step, part) in enumerate(zip(model.network.steps, model.imported.parts, strict=True)):
         if step.kind == Side.VTA:
             compiled = next(launches)
-            report = compiled.timed.report
+            cycles = compiled.timed.report.cycles
             ops = dict.fromkeys(ops_of.get(src, "?") for q in part.layers for src in q.layer.sources)
-            macs = sum(layer_macs(q.layer) for q in part.layers)
-            figures.append(StepFigures(Side.VTA, step.name, ", ".join(ops), macs,
-                                       report.cycles / (compiled.profile.clock_mhz * 1e6)))
+            steps.append(StepTiming(k + 1, Side.VTA, step.name, f"{cycles:,} cycles", cycles,
+                                    cycles / (compiled.profile.clock_mhz * 1e6),
+                                    sum(layer_macs(q.layer) for q in part.layers), ", ".join(ops)))
         else:
-            figures.append(StepFigures(Side.HOST, step.name, ", ".join(n.op for n in step.nodes),
-                                       sum(node_macs(n) for n in step.nodes), _host_seconds(step, model.network)))
-    return figures
+            steps.append(StepTiming(k + 1, Side.HOST, step.name, ", ".join(n.op for n in step.nodes), None,
+                                    _host_seconds(step, model.network), sum(node_macs(n) for n in step.nodes)))
+    return NetworkTiming(profile.name if profile else "-", profile.clock_mhz if profile else 0.0, tuple(steps))
 
 
-def summary(figures: list[StepFigures], profile_name: str) -> str:
-    """A table of the steps and each side's share of the MACs and of the time."""
-    total_macs = sum(f.macs for f in figures) or 1
-    total_s = sum(f.seconds for f in figures) or 1.0
-    lines = [f"where it runs (VTA: timing model, {profile_name}; host: measured here on zero inputs)"]
-    for k, f in enumerate(figures):
-        lines.append(f"  step {k + 1:<3} {f.where.label:<4} {f.name:<8} {f.macs:>15,} MACs {f.seconds * 1e3:10.3f} ms  "
-                     f"{f.ops[:60]}")
-    for side in Side:
-        macs = sum(f.macs for f in figures if f.where == side)
-        secs = sum(f.seconds for f in figures if f.where == side)
-        count = sum(f.where == side for f in figures)
-        lines.append(f"  {side.label}: {count} step{'s' if count != 1 else ''}, {macs:,} MACs "
-                     f"({100 * macs / total_macs:.1f}%), {secs * 1e3:.3f} ms ({100 * secs / total_s:.1f}% of the time)")
-    return "\n".join(lines) + "\n"
+def summary(timing: NetworkTiming) -> str:
+    """The placement table: the steps, the totals and each side's share of the MACs and of the time."""
+    return timing.text(f"where it runs (VTA: timing model, {timing.profile}; host: measured here on zero inputs)")

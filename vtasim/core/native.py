@@ -15,7 +15,7 @@ programs, the yardsticks and random programs).
 
 The library is compiled once per machine from the package's C source with
 the system's C compiler (``$CC``, else ``cc``) into the user's private cache
-directory (vtasm.grammar_cache.private_cache_dir), named by a hash of the
+directory (vtasm.cache.private_cache_dir), named by a hash of the
 source and flags, and loaded with ctypes. Nothing is downloaded. Where there
 is no compiler, no writable cache, a configuration the C code does not take
 (accumulator lanes other than 32 bits, stored lanes other than 8) or
@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
-from vtasm.grammar_cache import private_cache_dir
+from vtasm.cache import private_cache_dir
 
 SOURCE = Path(__file__).with_name("native_inorder.c")
 

@@ -20,6 +20,7 @@ from vtasm import budget
 from vtasm.formats.network import ONNX_DTYPES
 
 from . import forms
+from .windows import patches
 
 Arrays = list[np.ndarray | None]
 Op = Callable[[Arrays, dict, int, list[tuple[int, ...]]], list[np.ndarray]]
@@ -231,12 +232,7 @@ def _patches(x: np.ndarray, kernel: tuple[int, ...], strides, dilations, out_hw,
         x = np.pad(x, ((0, 0), (0, 0), (0, max(0, need_h - x.shape[2])), (0, max(0, need_w - x.shape[3]))),
                    constant_values=fill)
     _room((n, c, oh, ow, kh * kw), "its windows")
-    out = np.empty((n, c, oh, ow, kh * kw), dtype=x.dtype)
-    for i in range(kh):
-        for j in range(kw):
-            r, s = i * dilations[0], j * dilations[1]
-            out[..., i * kw + j] = x[:, :, r:r + strides[0] * oh:strides[0], s:s + strides[1] * ow:strides[1]]
-    return out
+    return patches(x, kernel, strides, dilations, out_hw)
 
 
 def _room(shape, what: str) -> None:

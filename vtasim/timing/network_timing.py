@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
+from vtasim.host.step import node_macs
 from vtasim.timing.profile import Profile
 from vtasm.formats.network import NetworkFile, Side, VtaStep
 
@@ -23,6 +24,8 @@ class StepTiming:
     what: str  # a launch's cycles as text, a host step's operators
     cycles: int | None
     seconds: float | None
+    macs: int | None = None  # multiply-accumulates, when known (a launch's come from the compiled model)
+    ops: str = ""  # a launch's ONNX operators, when known
 
 
 @dataclass(frozen=True)
@@ -56,24 +59,42 @@ class NetworkTiming:
         """The steps as dictionaries (a table for pandas or a CSV writer)."""
         return [asdict(s) for s in self.steps]
 
-    def text(self) -> str:
-        """The table, one line a step and a line of totals."""
+    def text(self, title: str | None = None) -> str:
+        """The table: ``title`` (default: the profile and the steps), one line a step, a line of totals and,
+        when every step's MACs are known, each side's share of the MACs and of the time."""
         vta = sum(s.kind == Side.VTA for s in self.steps)
         host = len(self.steps) - vta
-        lines = [f"timing ({self.profile}): {vta} VTA launch{'es' if vta != 1 else ''}, {host} host "
-                 f"step{'s' if host != 1 else ''}"]
+        lines = [title or f"timing ({self.profile}): {vta} VTA launch{'es' if vta != 1 else ''}, {host} host "
+                          f"step{'s' if host != 1 else ''}"]
         for s in self.steps:
             seconds = s.seconds or 0.0
+            macs = f"  {s.macs:,} MACs" if s.macs is not None else ""
             if s.kind == Side.VTA:
+                ops = f"  {s.ops[:60]}" if s.ops else ""
                 lines.append(f"  step {s.step:<3} VTA  {s.name:<12} {s.what:>22} = {seconds * 1e3:10.3f} ms "
-                             f"at {self.clock_mhz:g} MHz (timing model)")
+                             f"at {self.clock_mhz:g} MHz (timing model){macs}{ops}")
             else:
                 shown = (f"{seconds * 1e3:10.3f} ms measured on this CPU" if s.seconds is not None
                          else "not run (--timing-only)")
-                lines.append(f"  step {s.step:<3} host {s.name:<12} {s.what[:40]:<40} {shown}")
+                lines.append(f"  step {s.step:<3} host {s.name:<12} {s.what[:40]:<40} {shown}{macs}")
         lines.append(f"  total: VTA {self.vta_seconds * 1e3:.3f} ms (model) + host {self.host_seconds * 1e3:.3f} ms "
                      f"(measured) = {self.seconds * 1e3:.3f} ms per run")
+        if all(s.macs is not None for s in self.steps):
+            lines += self._shares()
         return "\n".join(lines) + "\n"
+
+    def _shares(self) -> list[str]:
+        """Each side's steps, MACs and time, with its share of the whole."""
+        total_macs = sum(s.macs or 0 for s in self.steps) or 1
+        total_s = self.seconds or 1.0
+        lines = []
+        for side in Side:
+            steps = [s for s in self.steps if s.kind == side]
+            macs, secs = sum(s.macs or 0 for s in steps), sum(s.seconds or 0.0 for s in steps)
+            lines.append(f"  {side.label}: {len(steps)} step{'s' if len(steps) != 1 else ''}, {macs:,} MACs "
+                         f"({100 * macs / total_macs:.1f}%), {secs * 1e3:.3f} ms ({100 * secs / total_s:.1f}% of "
+                         "the time)")
+        return lines
 
     def __str__(self) -> str:
         return self.text().rstrip("\n")
@@ -93,5 +114,6 @@ def time_network(net: NetworkFile, profile: Profile, runs: list | None = None) -
         else:
             measured = [r.records[k].seconds for r in runs] if runs else []
             steps.append(StepTiming(k + 1, Side.HOST, step.name, ", ".join(n.op for n in step.nodes), None,
-                                    float(np.median(measured)) if measured else None))
+                                    float(np.median(measured)) if measured else None,
+                                    sum(node_macs(n) for n in step.nodes)))
     return NetworkTiming(profile.name, profile.clock_mhz, tuple(steps))

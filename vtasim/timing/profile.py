@@ -18,6 +18,7 @@ from pathlib import Path
 from vtasm.errors import ConfigError
 
 from .names import BUILTIN, CLIENTS, DEFAULT
+from .profile_keys import BY_ATTR, BY_SPELLING, KEYS, SECTIONS, markdown_table
 
 
 def _toml():
@@ -31,12 +32,12 @@ def _toml():
 
 @dataclass(frozen=True)
 class Profile:
-    """The costs of one VTA hardware design (cycles unless said otherwise)."""
+    """The costs of one VTA hardware design (cycles unless said otherwise): the name, description and clock,
+    then one field per profile key, in the order and with the meaning profile_keys.KEYS gives them."""
 
     name: str
     description: str
     clock_mhz: float
-    # memory engine
     bus_bytes: int
     burst_beats: int
     burst_boundary_bytes: int
@@ -47,32 +48,26 @@ class Profile:
     write_setup: int
     write_response: int
     store_bubble: int
-    read_priority: tuple[str, ...]  # the read clients in the arbiter's order, first served first
-    write_command_beats: int  # beats a store sends before it waits for the answers (each row a command or more)
-    wgt_beat_cycles: int  # cycles the weight load takes per beat (the HLS bank's read-modify-write: 2)
-    row_setup: int  # loads but micro-op ones: 0, rows overlap; else cycles from a row's last beat to the
-    # next row's request (the HLS cores move one row at a time)
-    # DMA instructions: cycles each LOAD or STORE of a memory type spends before its first request
-    # (decoding, address arithmetic: the HLS cores' per-call costs), and the micro-op port's width
+    wgt_beat_cycles: int
+    row_setup: int
+    read_priority: tuple[str, ...]
+    write_command_beats: int
     dma_uop_fixed: int
     dma_inp_fixed: int
     dma_wgt_fixed: int
     dma_acc_fixed: int
     dma_out_fixed: int
-    dma_pad_by_element: int  # 1: padding writes a whole element a cycle (HLS); 0: a bus beat a cycle
-    dma_uop_beat_bytes: int  # bytes a micro-op load moves per beat (the bus width, or a narrower micro-op port)
-    # fetch
+    dma_pad_by_element: int
+    dma_uop_beat_bytes: int
     fetch_chunk: int
     fetch_start: int
     fetch_dispatch: int
     fetch_gap: int
     queue_depth: int
-    # modules
     insn_gap: int
     sync_cycles: int
     token_latency: int
     finish_cycles: int
-    # compute
     gemm_per_execution: int
     gemm_reset_per_execution: int
     gemm_drain: int
@@ -88,30 +83,13 @@ class Profile:
     fitted: tuple[str, ...] = ()
 
 
-# TOML section -> attribute prefix; keys of [memory] keep their own names.
-_SECTIONS = {"memory": "", "dma": "dma_", "fetch": "fetch_", "modules": "", "gemm": "gemm_", "alu": "alu_"}
 _TOP = ("name", "description", "clock_mhz", "fitted")
-_SPECIAL = {"fetch_queue_depth": "queue_depth"}
-# Lower bounds of the numeric values (everything else must be >= 0).
-_AT_LEAST_ONE = {"bus_bytes", "burst_beats", "reads_in_flight", "client_reads_in_flight", "fetch_chunk",
-                 "fetch_dispatch", "queue_depth", "wgt_beat_cycles", "write_command_beats",
-                 "dma_uop_beat_bytes"}
-
-
-def _attr(section: str, key: str) -> str:
-    name = _SECTIONS[section] + key
-    return _SPECIAL.get(name, name)
 
 
 def _key_of(attr: str) -> str:
     """The ``section.key`` spelling of an attribute (for messages and --set)."""
-    for section in _SECTIONS:
-        for key in _keys().get(section, ()):
-            if _attr(section, key) == attr:
-                return f"{section}.{key}"
-    return attr
-
-
+    key = BY_ATTR.get(attr)
+    return key.spelt if key is not None else attr
 
 
 def _flatten(data: dict, origin: str) -> dict:
@@ -119,12 +97,12 @@ def _flatten(data: dict, origin: str) -> dict:
     for key, value in data.items():
         if key in _TOP:
             out[key] = value
-        elif key in _SECTIONS and isinstance(value, dict):
+        elif key in SECTIONS and isinstance(value, dict):
             for sub, v in value.items():
-                attr = _attr(key, sub)
-                if attr not in _FIELD_TYPES:
+                known = BY_SPELLING.get(f"{key}.{sub}")
+                if known is None:
                     raise ConfigError(f"{origin}: unknown profile key {key}.{sub}")
-                out[attr] = v
+                out[known.attr] = v
         else:
             raise ConfigError(f"{origin}: unknown profile key {key}")
     return out
@@ -151,7 +129,7 @@ def _check(values: dict, origin: str) -> Profile:
         else:
             if isinstance(value, bool) or not isinstance(value, int):
                 raise ConfigError(f"{where} must be an integer, got {value!r}")
-            low = 1 if name in _AT_LEAST_ONE else 0
+            low = BY_ATTR[name].least
             if value < low:
                 raise ConfigError(f"{where} must be at least {low}, got {value}")
     order = values["read_priority"]
@@ -191,17 +169,6 @@ def _builtin_text() -> dict[str, str]:
             for name in BUILTIN}
 
 
-@cache
-def _keys() -> dict[str, list[str]]:
-    """The keys of each section, as the built-in profiles name them."""
-    keys: dict[str, list[str]] = {section: [] for section in _SECTIONS}
-    for text in _builtin_text().values():
-        for section, value in _toml().loads(text).items():
-            if isinstance(value, dict):
-                keys[section] = sorted(set(keys[section]) | set(value))
-    return keys
-
-
 def load_profile(spec: str | None = None) -> Profile:
     """A built-in profile by name, or a TOML file by path (default: names.DEFAULT, the HLS design)."""
     spec = spec or DEFAULT
@@ -225,17 +192,18 @@ def parse_override(text: str) -> tuple[str, float | int | tuple[str, ...]]:
     key, raw = key.strip(), raw.strip()
     if "." in key:
         section, _, sub = key.partition(".")
-        if section not in _SECTIONS or sub not in _keys().get(section, ()):
+        if key not in BY_SPELLING:
             raise ConfigError(f"--set {text}: unknown profile key {key}")
-        attr = _attr(section, sub)
+        attr = BY_SPELLING[key].attr
     else:
-        matches = [(s, k) for s in _SECTIONS for k in _keys()[s] if k == key] + (
-            [("", key)] if key == "clock_mhz" else [])
-        if len(matches) != 1:
-            known = "unknown" if not matches else "ambiguous (" + ", ".join(f"{s}.{k}" for s, k in matches) + ")"
+        matches = [k for k in KEYS if k.name == key]
+        if key == "clock_mhz":
+            attr = key
+        elif len(matches) != 1:
+            known = "unknown" if not matches else "ambiguous (" + ", ".join(k.spelt for k in matches) + ")"
             raise ConfigError(f"--set {text}: {known} profile key {key}")
-        section, sub = matches[0]
-        attr = _attr(section, sub) if section else key
+        else:
+            attr = matches[0].attr
     if attr == "read_priority":  # a list of client names: fetch,inp,wgt,uop,acc
         return attr, tuple(name.strip() for name in raw.split(","))
     if raw.lower() in ("true", "false"):
@@ -264,7 +232,7 @@ def with_overrides(profile: Profile, overrides: dict[str, float | int]) -> Profi
 
 def profile_keys() -> list[str]:
     """Every ``section.key`` a profile has, for help texts."""
-    return [f"{s}.{k}" for s in _SECTIONS for k in _keys()[s]]
+    return [k.spelt for k in KEYS]
 
 
 def resolve_profile(spec: str | None, mem_latency: int | None = None, sets: tuple[str, ...] = ()) -> Profile:
@@ -273,3 +241,12 @@ def resolve_profile(spec: str | None, mem_latency: int | None = None, sets: tupl
     if mem_latency is not None:
         overrides["latency"] = mem_latency
     return with_overrides(load_profile(spec or DEFAULT), overrides)
+
+
+def values_table() -> str:
+    """docs/timing.md's table: every key, its meaning and its value in each built-in profile."""
+    return markdown_table([load_profile(name) for name in BUILTIN])
+
+
+if __name__ == "__main__":
+    print(values_table(), end="")

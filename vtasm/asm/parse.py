@@ -16,8 +16,8 @@ from lark import Lark, Token, Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
 from lark.lexer import PatternStr
 
+from vtasm.cache import grammar_cache
 from vtasm.errors import AsmError, SourceSpan
-from vtasm.grammar_cache import grammar_cache
 
 from . import ast
 

@@ -1,11 +1,10 @@
-"""Where Lark keeps the analysis of our grammars between processes (LALR tables: about 40 ms to build).
+"""The toolchain's private cache directory, and what is kept there between processes.
 
-Lark's own default is a file in the shared temporary directory, which it
-unpickles: anyone who can write there first could hand it code to run. The
-analysis goes instead to the user's cache directory ($XDG_CACHE_HOME or
-~/.cache, then vta-toolchain/), made private to the user; Lark checks the
-grammar's hash stored in the file before using it. Where that directory
-cannot be made, nothing is cached.
+Lark's analysis of our grammars (LALR tables: about 40 ms to build) and vtasim's compiled run loop go to
+the user's cache directory ($XDG_CACHE_HOME or ~/.cache, then vta-toolchain/), made private to the user.
+Lark's own default would be a file in the shared temporary directory, which it unpickles: anyone who can
+write there first could hand it code to run. Lark checks the grammar's hash stored in the file before
+using it. Where that directory cannot be made, nothing is cached.
 """
 
 from __future__ import annotations
