@@ -27,7 +27,7 @@ from vtasim.core.alu import SHR, TENSOR_UFUNCS, alu_strategy, carry_facts, run_a
 from vtasim.core.gemm import accumulate, carry_layout, distinct_rows, exact_float, product_bound, run_gemm
 from vtasim.core.loops import CACHE_LANES, LoopPlan, PlanCache, moved
 from vtasim.core.memory import dram_fits, run_load, run_store, sram_fits
-from vtasim.core.native import CONTIGUOUS, PADDED, ROWS, UNIT, native_run
+from vtasim.core.native import CONTIGUOUS, LOAD_ROW, PADDED, ROWS, STORE_ROW, UNIT, native_run, operands
 from vtasim.core.state import MachineState, int_dtype
 from vtasim.core.views import rows, strided
 from vtasm import isa
@@ -39,21 +39,18 @@ LOAD, STORE, GEMM, ALU, FINISH = (isa.OPCODES[k] for k in ("load", "store", "gem
 UOP, WGT, INP, ACC, OUT, ACC8 = (isa.MEM_TYPES[n] for n in ("uop", "wgt", "inp", "acc", "out", "acc8"))
 
 
-def _operands(kind: str) -> tuple[str, ...]:
-    """The fields of an instruction kind after the opcode and dependency flags, in the ISA's order."""
-    return tuple(f.name for f in isa.KINDS[kind].fields[len(isa.HEAD):])
-
-
-DMA_FIELDS = _operands("load")
-GemmKernel = namedtuple("GemmKernel", _operands("gemm"))  # a GEMM's fields: what its kernel does
-AluKernel = namedtuple("AluKernel", _operands("alu"))
+DMA_FIELDS = operands("load")
+GemmKernel = namedtuple("GemmKernel", operands("gemm"))  # a GEMM's fields: what its kernel does
+AluKernel = namedtuple("AluKernel", operands("alu"))
+LoadRow = namedtuple("LoadRow", LOAD_ROW)  # a LOAD's DMA entry (_load_entries)
+StoreRow = namedtuple("StoreRow", STORE_ROW)  # a STORE's (_store_entries)
 KERNELS = {GEMM: GemmKernel, ALU: AluKernel}
 TEMPLATE_LANES = CACHE_LANES // 2  # the part of the plan budget that the templates of moved kernels may hold
 
 
-TABLE_WIDTH = 13  # int64 values per instruction in _table: the opcode, then 12 at most
-# a row's values after the opcode: the widths of _load_entries' and _store_entries' rows, the kernels' fields
-_WIDTHS = {LOAD: 12, STORE: 7, GEMM: len(GemmKernel._fields), ALU: len(AluKernel._fields)}
+ROW_TYPES = {LOAD: LoadRow, STORE: StoreRow, GEMM: GemmKernel, ALU: AluKernel}  # each row kind after the opcode
+_WIDTHS = {op: len(row._fields) for op, row in ROW_TYPES.items()}
+TABLE_WIDTH = 1 + max(_WIDTHS.values())  # int64 values per instruction in _table: the opcode, then the row
 
 
 def _table(cols: StreamColumns, dram_size: int) -> np.ndarray:
@@ -92,7 +89,7 @@ def _rows(table: np.ndarray) -> tuple[list, list]:
             numbers = (which + len(kernels)).tolist()
             kernels += [kernel(*fields) for fields in values[first].tolist()]
         else:
-            numbers = values.tolist()
+            numbers = [ROW_TYPES[op](*v) for v in values.tolist()]
         for i, row in zip(index.tolist(), numbers, strict=True):
             rows[i] = row
     return rows, kernels
@@ -102,8 +99,7 @@ def _row(table: np.ndarray, i: int):
     """Instruction i's entry as _rows gives it, with its kernel itself in place of a kernel's number."""
     op = int(table[i, 0])
     values = table[i, 1 : 1 + _WIDTHS.get(op, 0)].tolist()
-    kernel = KERNELS.get(op)
-    return kernel(*values) if kernel else values
+    return ROW_TYPES[op](*values) if op in ROW_TYPES else values
 
 
 # what a DMA entry asks for: the unit (anything unusual; it faults as the pipeline would), one contiguous
@@ -128,8 +124,10 @@ def _load_entries(v: np.ndarray, cfg, dram_size: int) -> np.ndarray:
     padded = (ytot != ys) | (xtot != xs)
     how = np.where(padded, PADDED, np.where((ys <= 1) | (step == row), CONTIGUOUS, ROWS))
     how = np.where(fits, how, UNIT)
-    return np.stack([how, mtype, sram * elem, end * elem, base, ys, row, step, ytot, xtot * elem, yp0, xp0 * elem],
-                    axis=1)
+    entry = {"how": how, "mem_type": mtype, "start": sram * elem, "end": end * elem, "base": base, "rows": ys,
+             "row_bytes": row, "step": step, "tile_rows": ytot, "tile_row_bytes": xtot * elem, "pad_row": yp0,
+             "pad_byte": xp0 * elem}
+    return np.stack([entry[name] for name in LOAD_ROW], axis=1)
 
 
 def _store_entries(v: np.ndarray, cfg, dram_size: int) -> np.ndarray:
@@ -144,7 +142,8 @@ def _store_entries(v: np.ndarray, cfg, dram_size: int) -> np.ndarray:
     fits &= sram_fits(sram, xs * ys, cfg.acc_depth) & dram_fits(base, row, step, ys, dram_size)
     fits &= (ys == 1) | (step >= row)  # rows that overlap in DRAM: the unit writes them in order
     how = np.where(fits, np.where((ys == 1) | (step == row), CONTIGUOUS, ROWS), UNIT)
-    return np.stack([how, sram, end, base, ys, row, step], axis=1)
+    entry = {"how": how, "start": sram, "end": end, "base": base, "rows": ys, "row_bytes": row, "step": step}
+    return np.stack([entry[name] for name in STORE_ROW], axis=1)
 
 
 def _affine_view(buf: np.ndarray, plan: LoopPlan, name: str, uops: np.ndarray,
@@ -231,8 +230,9 @@ class InOrderRun:
             self._store(i, row)
 
     # -- DMA -------------------------------------------------------------------
-    def _load(self, i: int, e: list[int]) -> None:
-        how, mtype, t0, t1, base, ys, row, step, ytot, xrow, yp0, xp0 = e
+    def _load(self, i: int, e: LoadRow) -> None:
+        how, mtype, t0, t1, base, ys = e.how, e.mem_type, e.start, e.end, e.base, e.rows
+        row, step, ytot, xrow, yp0, xp0 = e.row_bytes, e.step, e.tile_rows, e.tile_row_bytes, e.pad_row, e.pad_byte
         if how == UNIT:
             run_load(self.state, i, self.insn(i))
             return
@@ -252,8 +252,8 @@ class InOrderRun:
         elif mtype == INP:
             self.state.inp_generation += 1
 
-    def _store(self, i: int, e: list[int]) -> None:
-        how, sram, end, base, ys, row, step = e
+    def _store(self, i: int, e: StoreRow) -> None:
+        how, sram, end, base, ys, row, step = e.how, e.start, e.end, e.base, e.rows, e.row_bytes, e.step
         if how == UNIT:
             run_store(self.state, i, self.insn(i))
             return

@@ -40,16 +40,40 @@ SOURCE = Path(__file__).with_name("native_inorder.c")
 # the C loop's codes are made, and read by inorder.py
 UNIT, CONTIGUOUS, ROWS, PADDED = range(4)
 
+# The in-order table's rows after the opcode: a LOAD's and a STORE's DMA entry (inorder.py makes them), and a
+# GEMM's or ALU's fields in the ISA's order. The C loop reads each value by the name -DROW_<KIND>_<FIELD>
+# gives its place.
+LOAD_ROW = ("how", "mem_type", "start", "end", "base", "rows", "row_bytes", "step", "tile_rows", "tile_row_bytes",
+            "pad_row", "pad_byte")  # byte offsets in the buffer and DRAM; the padded tile's shape and first pixel
+STORE_ROW = ("how", "start", "end", "base", "rows", "row_bytes", "step")  # start, end: accumulator rows
+
+
+def operands(kind: str) -> tuple[str, ...]:
+    """The fields of an instruction kind after the opcode and dependency flags, in the ISA's order."""
+    from vtasm import isa
+
+    return tuple(f.name for f in isa.KINDS[kind].fields[len(isa.HEAD):])
+
+
+def row_layouts() -> dict[str, tuple[str, ...]]:
+    """Each row kind's fields after the opcode (value k + 1 of the row is field k)."""
+    return {"load": LOAD_ROW, "store": STORE_ROW, "gemm": operands("gemm"), "alu": operands("alu")}
+
 
 def _codes() -> tuple[str, ...]:
-    """The -D flags that give the C source its codes, from the ISA tables and the in-order rows' kinds."""
+    """The -D flags that give the C source its codes, from the ISA tables and the in-order rows' kinds and
+    layouts."""
     from vtasm import isa
 
     codes = {**{f"VTA_OP_{k.upper()}": isa.OPCODES[k] for k in ("load", "store", "gemm", "alu")},
              **{f"VTA_MEM_{k.upper()}": isa.MEM_TYPES[k] for k in ("wgt", "inp", "acc")},
              **{f"VTA_ALU_{k.upper()}": isa.ALU_OPS[k] for k in ("min", "max", "add", "shr", "mul")},
-             "VTA_HOW_UNIT": UNIT, "VTA_HOW_CONTIGUOUS": CONTIGUOUS, "VTA_HOW_ROWS": ROWS, "VTA_HOW_PADDED": PADDED}
+             "VTA_HOW_UNIT": UNIT, "VTA_HOW_CONTIGUOUS": CONTIGUOUS, "VTA_HOW_ROWS": ROWS, "VTA_HOW_PADDED": PADDED,
+             **{f"ROW_{kind.upper()}_{name.upper()}": k + 1 for kind, names in row_layouts().items()
+                for k, name in enumerate(names)}}
     return tuple(f"-D{name}={value}" for name, value in sorted(codes.items()))
+
+
 # SSE4.1 (every x86-64 processor since 2008) has the packed 32-bit min and max the ALU's lanes need
 FLAGS = ("-O3", "-shared", "-fPIC", "-std=c99") + (
     ("-msse4.1",) if hasattr(os, "uname") and os.uname().machine in ("x86_64", "amd64") else ())

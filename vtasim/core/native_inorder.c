@@ -9,14 +9,10 @@
    one (and raises its fault, if any), then calls again from the next: this file decides nothing the units
    would decide differently, it only does the common cases without the interpreter.
 
-   Each instruction is one row of `width` int64 values in `table` (native.py's native_table):
-     LOAD  0, how, memory type, buffer byte start, end, DRAM byte base, rows, row bytes, DRAM step, tile rows,
-           tile row bytes, first padded row, first byte in a padded row
-     STORE 1, how, accumulator row start, end, DRAM byte base, rows, row bytes, DRAM step
-     GEMM  2, reset, uop_bgn, uop_end, iter_out, iter_in, dst_factor_out, dst_factor_in, src_factor_out,
-           src_factor_in, wgt_factor_out, wgt_factor_in
-     ALU   4, reset, uop_bgn, uop_end, iter_out, iter_in, dst_factor_out, dst_factor_in, src_factor_out,
-           src_factor_in, alu_opcode, use_imm, imm
+   Each instruction is one row of `width` int64 values in `table` (native.py's native_table): the opcode, then
+   a LOAD's or STORE's DMA entry or a GEMM's or ALU's fields, each read by the place ROW_<KIND>_<FIELD> gives it
+   (native.py's row_layouts makes these from its own LOAD_ROW and STORE_ROW and the ISA's fields, as -D flags,
+   with the opcodes, memory types and ALU operations).
    The DMA rows are the in-order path's own (inorder.py _load_entries, _store_entries): bounds were checked
    there, and anything they did not fit is "how = UNIT", which stops here. Lanes are int32 (ACC_WIDTH 32) and
    stored lanes one byte (OUT_WIDTH 8); native.py uses this file only for such configurations. */
@@ -172,8 +168,9 @@ INLINE int indices_fit(const int64_t *base, int64_t b, int64_t e, int64_t n_out,
 
 INLINE int run_load(struct vta_ctx *c, const int64_t *r)
 {
-    int64_t how = r[1], mtype = r[2], t0 = r[3], t1 = r[4], base = r[5], ys = r[6], row = r[7], step = r[8];
-    int64_t xrow = r[10], yp0 = r[11], xp0 = r[12], y;
+    int64_t how = r[ROW_LOAD_HOW], mtype = r[ROW_LOAD_MEM_TYPE], t0 = r[ROW_LOAD_START], t1 = r[ROW_LOAD_END];
+    int64_t base = r[ROW_LOAD_BASE], ys = r[ROW_LOAD_ROWS], row = r[ROW_LOAD_ROW_BYTES], step = r[ROW_LOAD_STEP];
+    int64_t xrow = r[ROW_LOAD_TILE_ROW_BYTES], yp0 = r[ROW_LOAD_PAD_ROW], xp0 = r[ROW_LOAD_PAD_BYTE], y;
     uint8_t *flat = mtype == MEM_INP ? c->inp : mtype == MEM_WGT ? c->wgt : mtype == MEM_ACC ? c->acc : 0;
     if (how == HOW_UNIT || flat == 0)
         return 0;
@@ -197,7 +194,8 @@ INLINE int run_load(struct vta_ctx *c, const int64_t *r)
 INLINE int run_store(struct vta_ctx *c, const int64_t *r)
 {
     /* the low byte of each int32 lane, as the unit's conversion keeps the low OUT_WIDTH bits */
-    int64_t how = r[1], sram = r[2], end = r[3], base = r[4], ys = r[5], row = r[6], step = r[7], y, k;
+    int64_t how = r[ROW_STORE_HOW], sram = r[ROW_STORE_START], end = r[ROW_STORE_END], base = r[ROW_STORE_BASE];
+    int64_t ys = r[ROW_STORE_ROWS], row = r[ROW_STORE_ROW_BYTES], step = r[ROW_STORE_STEP], y, k;
     const int32_t *values = (const int32_t *)c->acc + sram * c->lanes;
     if (how == HOW_UNIT)
         return 0;
@@ -219,7 +217,8 @@ INLINE int run_store(struct vta_ctx *c, const int64_t *r)
 
 INLINE int run_reset(struct vta_ctx *c, const int64_t *r)
 {
-    int64_t b = r[2], e = r[3], n_out = r[4], n_in = r[5], fo = r[6], fi = r[7], i, j, u;
+    int64_t b = r[ROW_GEMM_UOP_BGN], e = r[ROW_GEMM_UOP_END], n_out = r[ROW_GEMM_ITER_OUT], n_in = r[ROW_GEMM_ITER_IN];
+    int64_t fo = r[ROW_GEMM_DST_FACTOR_OUT], fi = r[ROW_GEMM_DST_FACTOR_IN], i, j, u;
     int32_t *acc = (int32_t *)c->acc;
     if (!indices_fit(c->uop_dst, b, e, n_out, n_in, fo, fi, c->acc_depth))
         return 0;
@@ -281,8 +280,10 @@ INLINE int identity_sign(const struct vta_ctx *c, int64_t w)
    accumulator): acc[dst] += or -= inp[src], lane by lane; any other weight tile leaves it to Python. */
 INLINE int run_gemm_identity(struct vta_ctx *c, const int64_t *r)
 {
-    int64_t b = r[2], e = r[3], n_out = r[4], n_in = r[5], dfo = r[6], dfi = r[7], sfo = r[8], sfi = r[9];
-    int64_t wfo = r[10], wfi = r[11], i, j, u, n = c->batch * c->block, last = -1;
+    int64_t b = r[ROW_GEMM_UOP_BGN], e = r[ROW_GEMM_UOP_END], n_out = r[ROW_GEMM_ITER_OUT], n_in = r[ROW_GEMM_ITER_IN];
+    int64_t dfo = r[ROW_GEMM_DST_FACTOR_OUT], dfi = r[ROW_GEMM_DST_FACTOR_IN], sfo = r[ROW_GEMM_SRC_FACTOR_OUT];
+    int64_t sfi = r[ROW_GEMM_SRC_FACTOR_IN], wfo = r[ROW_GEMM_WGT_FACTOR_OUT], wfi = r[ROW_GEMM_WGT_FACTOR_IN];
+    int64_t i, j, u, n = c->batch * c->block, last = -1;
     int sign = 0;
     int32_t *acc = (int32_t *)c->acc;
     const int8_t *inp = (const int8_t *)c->inp;
@@ -334,9 +335,11 @@ INLINE int run_gemm_identity(struct vta_ctx *c, const int64_t *r)
 
 INLINE int run_alu(struct vta_ctx *c, const int64_t *r)
 {
-    int64_t b = r[2], e = r[3], n_out = r[4], n_in = r[5], dfo = r[6], dfi = r[7], sfo = r[8], sfi = r[9];
-    int64_t op = r[10], use_imm = r[11], i, j, u, n = c->lanes;
-    int32_t imm = (int32_t)r[12];
+    int64_t b = r[ROW_ALU_UOP_BGN], e = r[ROW_ALU_UOP_END], n_out = r[ROW_ALU_ITER_OUT], n_in = r[ROW_ALU_ITER_IN];
+    int64_t dfo = r[ROW_ALU_DST_FACTOR_OUT], dfi = r[ROW_ALU_DST_FACTOR_IN], sfo = r[ROW_ALU_SRC_FACTOR_OUT];
+    int64_t sfi = r[ROW_ALU_SRC_FACTOR_IN], op = r[ROW_ALU_ALU_OPCODE], use_imm = r[ROW_ALU_USE_IMM];
+    int64_t i, j, u, n = c->lanes;
+    int32_t imm = (int32_t)r[ROW_ALU_IMM];
     int32_t *acc = (int32_t *)c->acc;
     if (op < ALU_MIN || op > ALU_MUL || !indices_fit(c->uop_dst, b, e, n_out, n_in, dfo, dfi, c->acc_depth))
         return 0;
@@ -368,11 +371,13 @@ int64_t vta_run(struct vta_ctx *c, int64_t start, int64_t end)
         case OP_LOAD: done = run_load(c, r); break;
         case OP_STORE: done = run_store(c, r); break;
         case OP_GEMM:
-            done = r[3] > r[2] && r[3] <= c->uop_depth && r[2] >= 0 && r[4] > 0 && r[5] > 0
-                   && (r[1] ? run_reset(c, r) : run_gemm_identity(c, r));
+            done = r[ROW_GEMM_UOP_END] > r[ROW_GEMM_UOP_BGN] && r[ROW_GEMM_UOP_END] <= c->uop_depth
+                   && r[ROW_GEMM_UOP_BGN] >= 0 && r[ROW_GEMM_ITER_OUT] > 0 && r[ROW_GEMM_ITER_IN] > 0
+                   && (r[ROW_GEMM_RESET] ? run_reset(c, r) : run_gemm_identity(c, r));
             break;
         case OP_ALU:
-            done = r[3] > r[2] && r[3] <= c->uop_depth && r[2] >= 0 && r[4] > 0 && r[5] > 0 && run_alu(c, r);
+            done = r[ROW_ALU_UOP_END] > r[ROW_ALU_UOP_BGN] && r[ROW_ALU_UOP_END] <= c->uop_depth
+                   && r[ROW_ALU_UOP_BGN] >= 0 && r[ROW_ALU_ITER_OUT] > 0 && r[ROW_ALU_ITER_IN] > 0 && run_alu(c, r);
             break;
         default: break;
         }
