@@ -179,8 +179,55 @@ def compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_na
 def _compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_name: str,
                    profile: Profile | None, threads: int | None, params: dict[str, np.ndarray] | None,
                    jobs: int | None) -> Compiled:
+    """The phases: check, build each operator and its tiling search, search, schedule, lay out the tensors,
+    generate."""
     profile = profile or load_profile()
+    _check_program(entry, units, cfg)
+    table = TensorTable(cfg)
+    for decl in entry.inputs:
+        table.tensors.setdefault(decl.name, None)  # keep parameter order; kinds come from use
+    constant_tensors: dict[str, DramTensor] = {}
+    constant_data: dict[str, bytes] = {}
+    searches = _searches(entry, units, table, cfg, threads, constant_tensors, constant_data)
+    # the confirmations time an operator alone, with only the tensors it moves (sampled_cycles): every
+    # operator's search can run once all are built
+    all_tensors = _program_tensors(entry, table, cfg, constant_tensors, constant_data, True, True)[0]
     model = CostModel(cfg, profile)
+
+    def choose(search: _Search) -> Tiling:
+        def confirm(candidate: Tiling) -> int:
+            """The candidate's operator alone, timed by the full timing model (a sample of its tiles)."""
+            return sampled_cycles(search.op, candidate, search.needs, cfg, all_tensors, profile, source_name)
+
+        return choose_tiling(search.op, search.needs, cfg, search.fixed, search.threads, search.order,
+                             search.extra, search.span, model, confirm)
+
+    distinct: dict[tuple, _Search] = {}
+    for search in searches:
+        distinct.setdefault(search.key, search)
+    started = time.perf_counter()
+    chosen = dict(zip(distinct, forked_map(choose, list(distinct.values()), jobs), strict=True))
+    searched = time.perf_counter()
+    groups, planned = _plan(searches, chosen, cfg)
+    tensors, constants = _program_tensors(entry, table, cfg, constant_tensors, constant_data,
+                                          any(p.needs.identity for p in planned),
+                                          any(p.needs.neg_identity for p in planned))
+    if params:
+        tensors = [_embed(t, params[t.name], constants) if t.name in params else t for t in tensors]
+    zeros, zero_data = zero_rows(_loads(groups), cfg)
+    tensors += zeros
+    constants.update(zero_data)
+    outputs = [o.name for o in entry.outputs]
+    scheduled = time.perf_counter()
+    generated = generate(groups, tensors, constants, outputs, cfg, Path(source_name).name)
+    seconds = {"search": searched - started, "schedule": scheduled - searched,
+               "generate": time.perf_counter() - scheduled}  # wall time of each phase (benchmarks read it)
+    return Compiled(entry, cfg, planned, tensors, generated, extras={"seconds": seconds}, profile=profile)
+
+
+def _check_program(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig) -> None:
+    """CompileError for what vtacc does not compile: other element widths, names it reserves, tensors
+    beyond the DRAM a program addresses."""
     if cfg.inp_width != 8 or cfg.wgt_width != 8 or cfg.acc_width != 32:
         raise CompileError(f"vtacc compiles for 8-bit inputs and weights and 32-bit accumulators; configuration "
                            f"{cfg.describe()} has {cfg.inp_width}/{cfg.wgt_width}/{cfg.acc_width}", entry.span)
@@ -189,12 +236,12 @@ def _compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_n
             raise CompileError(f"names beginning with '__' are reserved for the compiler's constants; rename "
                                f"{decl.name}", decl.span)
     _check_dram_need(entry.inputs + entry.outputs + tuple(u.assign.target for u in units))
-    table = TensorTable(cfg)
-    for decl in entry.inputs:
-        table.tensors.setdefault(decl.name, None)  # keep parameter order; kinds come from use
-    groups: list[Group] = []
-    constant_tensors: dict[str, DramTensor] = {}
-    constant_data: dict[str, bytes] = {}
+
+
+def _searches(entry: ck.Kernel, units: list[Unit], table: TensorTable, cfg: VTAConfig, threads: int | None,
+              constant_tensors: dict[str, DramTensor], constant_data: dict[str, bytes]) -> list[_Search]:
+    """Each unit's operator and what its tiling search reads; the weights and the wide constants it uses
+    join ``constant_tensors`` and ``constant_data``."""
     searches: list[_Search] = []
     operators = [build_operator(unit.kernel, unit.assign, table) for unit in units]
     # a first layer over the program's own input of few channels reads it as patches (schedule/patches.py)
@@ -223,25 +270,14 @@ def _compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_n
             _operand_kinds(op))
         searches.append(_Search(op, needs, key, fixed, schedule.threads or threads, order, extra,
                                 schedule.span or op.span))
-    # the confirmations time an operator alone, with only the tensors it moves (sampled_cycles): every
-    # operator's search can run once all are built
-    all_tensors = _program_tensors(entry, table, cfg, constant_tensors, constant_data, True, True)[0]
+    return searches
 
-    def choose(search: _Search) -> Tiling:
-        def confirm(candidate: Tiling) -> int:
-            """The candidate's operator alone, timed by the full timing model (a sample of its tiles)."""
-            return sampled_cycles(search.op, candidate, search.needs, cfg, all_tensors, profile, source_name)
 
-        return choose_tiling(search.op, search.needs, cfg, search.fixed, search.threads, search.order,
-                             search.extra, search.span, model, confirm)
-
-    distinct: dict[tuple, _Search] = {}
-    for search in searches:
-        distinct.setdefault(search.key, search)
-    started = time.perf_counter()
-    chosen = dict(zip(distinct, forked_map(choose, list(distinct.values()), jobs), strict=True))
-    searched = time.perf_counter()
-    planned = []
+def _plan(searches: list[_Search], chosen: dict[tuple, Tiling], cfg: VTAConfig) -> tuple[list[Group], list[Planned]]:
+    """The operators scheduled in order with their tilings, an operator after one without weights loading
+    its first tiles' weights ahead where the buffer has room."""
+    groups: list[Group] = []
+    planned: list[Planned] = []
     preloads: dict[int, int] = {}  # operator -> how many of its first tiles load their weights ahead
     top = 0  # the weight buffer's highest element in use since the last operator with weights of its own
     for k, search in enumerate(searches):
@@ -260,21 +296,7 @@ def _compile_units(entry: ck.Kernel, units: list[Unit], cfg: VTAConfig, source_n
         planned.append(Planned(search.op, search.needs, tiling, range(first, len(groups))))
         used = max((hi + 1 for _, hi in _weight_ranges(groups[g] for g in planned[-1].groups)), default=0)
         top = used if _has_weights(planned[-1]) else max(top, used)
-    groups = _preload_weights(groups, planned, preloads)
-    tensors, constants = _program_tensors(entry, table, cfg, constant_tensors, constant_data,
-                                          any(p.needs.identity for p in planned),
-                                          any(p.needs.neg_identity for p in planned))
-    if params:
-        tensors = [_embed(t, params[t.name], constants) if t.name in params else t for t in tensors]
-    zeros, zero_data = zero_rows(_loads(groups), cfg)
-    tensors += zeros
-    constants.update(zero_data)
-    outputs = [o.name for o in entry.outputs]
-    scheduled = time.perf_counter()
-    generated = generate(groups, tensors, constants, outputs, cfg, Path(source_name).name)
-    seconds = {"search": searched - started, "schedule": scheduled - searched,
-               "generate": time.perf_counter() - scheduled}  # wall time of each phase (benchmarks read it)
-    return Compiled(entry, cfg, planned, tensors, generated, extras={"seconds": seconds}, profile=profile)
+    return _preload_weights(groups, planned, preloads), planned
 
 
 def _has_weights(p: Planned) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -31,6 +32,33 @@ def main() -> None:
     Exit codes: 0 success, 1 bad input, 2 usage error, 3 simulation fault,
     4 races found by --check-races, 70 internal error.
     """
+
+
+@dataclass(frozen=True)
+class RunArgs:
+    """vtasim run's options, as click gives them."""
+
+    config_path: str | None
+    inputs: tuple[str, ...]
+    zero_inputs: bool
+    outputs: tuple[str, ...]
+    dram_dumps: tuple[str, ...]
+    out_dir: str | None
+    max_ops: int
+    profile: bool
+    trace: bool
+    trace_format: str | None
+    trace_file: str | None
+    trace_uops: bool
+    trace_source: bool
+    check_races: bool
+    lint: bool
+    int8_outputs: bool
+    timing: str | None
+    timing_only: bool
+    mem_latency: int | None
+    timing_sets: tuple[str, ...]
+    timeline: str | None
 
 
 @main.command()
@@ -63,12 +91,7 @@ def main() -> None:
 @timing_options
 @traceback_option
 @reports_errors
-def run(program: str | None, config_path: str | None, inputs: tuple[str, ...], zero_inputs: bool,
-        outputs: tuple[str, ...], dram_dumps: tuple[str, ...], out_dir: str | None, max_ops: int, profile: bool,
-        trace: bool,
-        trace_format: str | None, trace_file: str | None, trace_uops: bool, trace_source: bool, check_races: bool,
-        lint: bool, int8_outputs: bool, timing: str | None, timing_only: bool, mem_latency: int | None,
-        timing_sets: tuple[str, ...], timeline: str | None) -> None:
+def run(program: str | None, **given) -> None:
     """Run PROGRAM (a .vbin file or a raw directory) to its FINISH, or a network file (vtacc MODEL.onnx -o
     NET.vbin) through its VTA launches and host steps.
 
@@ -80,70 +103,84 @@ def run(program: str | None, config_path: str | None, inputs: tuple[str, ...], z
     With --timing the timing model also computes the cycles the program takes
     on a VTA core (docs/timing.md); --timing-only computes them without data.
     """
+    a = RunArgs(**given)
     if program is None:  # checked here, to say when --timing took the program as its profile's name
-        if timing is not None and Path(timing).exists():
-            raise UsageError(f"missing PROGRAM: --timing read {timing} as its profile; put the program first "
-                             f"(vtasim run {timing} --timing) or write --timing=PROFILE")
+        if a.timing is not None and Path(a.timing).exists():
+            raise UsageError(f"missing PROGRAM: --timing read {a.timing} as its profile; put the program first "
+                             f"(vtasim run {a.timing} --timing) or write --timing=PROFILE")
         raise UsageError("missing argument PROGRAM (a .vbin file or a raw directory)")
-    request = timing_request(timing, timing_only, mem_latency, timing_sets, timeline)
+    request = timing_request(a.timing, a.timing_only, a.mem_latency, a.timing_sets, a.timeline)
     if network_file(program):
-        from vtasim.network_cli import NetworkOptions
-
-        _refuse_for_network(dram_dumps, trace_format, trace_source, timeline)
-        if request.only and out_dir:
-            raise UsageError("--timing-only computes no data, so --out-dir cannot be used with it (use --timing "
-                             "to run both)")
-        _check_names(inputs, outputs, (), program)
-        _run_network(program, request, profile, NetworkOptions(
-            inputs=[parse_assignment(t, "--input") for t in inputs],
-            outputs=[parse_assignment(t, "--output") for t in outputs],
-            out_dir=Path(out_dir) if out_dir else None if outputs or request.only else default_out_dir(program),
-            int8=int8_outputs, zero_inputs=zero_inputs,
-            max_ops=max_ops, trace=trace or trace_uops or bool(trace_file), trace_uops=trace_uops, lint=lint,
-            check_races=check_races, origin=program), trace_file)
+        _run_network_file(program, a, request)
         return
-    if int8_outputs:
+    if a.int8_outputs:
         raise UsageError("--int8 is for network files (an imported model); a program's outputs are its tensors")
+    traced = a.trace or a.trace_uops or a.trace_source or bool(a.trace_format) or bool(a.trace_file)
     if request.only:
-        _refuse_with_timing_only(outputs, dram_dumps, out_dir, trace or trace_uops or trace_source
-                                 or bool(trace_format) or bool(trace_file), check_races, lint)
-    prog = open_program(program, config_path, lazy_source_map=True)
-    if timeline and same_file(timeline, program):
-        raise UsageError(f"output file {timeline} is the program itself")
+        _refuse_with_timing_only(a.outputs, a.dram_dumps, a.out_dir, traced, a.check_races, a.lint)
+    prog = open_program(program, a.config_path, lazy_source_map=True)
+    if a.timeline and same_file(a.timeline, program):
+        raise UsageError(f"output file {a.timeline} is the program itself")
     if request.only:
-        try:  # no data is computed, but a LOAD or STORE whose fields leave its buffer still faults
-            check_dma(prog)
-        except SimFault as exc:
-            raise located(prog, exc) from None
-        result = run_timing(prog, request)
-        if profile:
-            click.echo(json.dumps({"cycles": result.report.cycles, "timing": result.report.as_dict()}, indent=1,
-                                  separators=(",", ":")))
-        else:
-            click.echo(result.report.text())
+        _time_only(prog, request, a.profile)
         return
-    _check_names(inputs, outputs, dram_dumps, program)
+    _check_names(a.inputs, a.outputs, a.dram_dumps, program)
     opts = RunOptions(
-        inputs=[parse_assignment(t, "--input") for t in inputs],
-        outputs=[parse_assignment(t, "--output") for t in outputs],
-        dram_dumps=[parse_dram_range(t) for t in dram_dumps],
+        inputs=[parse_assignment(t, "--input") for t in a.inputs],
+        outputs=[parse_assignment(t, "--output") for t in a.outputs],
+        dram_dumps=[parse_dram_range(t) for t in a.dram_dumps],
         # the program's own result ranges go to a directory when asked, or when no --output takes the results
-        out_dir=Path(out_dir) if out_dir else None if outputs else default_out_dir(program),
-        max_ops=max_ops,
-        trace=(trace_format or "text") if (trace or trace_uops or trace_source or trace_format or trace_file) else None,
-        trace_uops=trace_uops,
-        trace_source=trace_source,
-        zero_inputs=zero_inputs,
+        out_dir=Path(a.out_dir) if a.out_dir else None if a.outputs else default_out_dir(program),
+        max_ops=a.max_ops,
+        trace=(a.trace_format or "text") if traced else None,
+        trace_uops=a.trace_uops,
+        trace_source=a.trace_source,
+        zero_inputs=a.zero_inputs,
         origin=program,
-        check_races=check_races,
-        lint=lint,
+        check_races=a.check_races,
+        lint=a.lint,
     )
-    if trace_file:
-        report = _simulate_to_file(prog, opts, Path(trace_file))
-    else:
-        report = simulate(prog, opts)
+    report = _simulate_to_file(prog, opts, Path(a.trace_file)) if a.trace_file else simulate(prog, opts)
     timed = run_timing(prog, request) if request.profile is not None else None
+    _tell(report, timed, a)
+
+
+def _run_network_file(program: str, a: RunArgs, request) -> None:
+    """A network file's run: its launches and host steps (network_cli)."""
+    from vtasim.network_cli import NetworkOptions
+
+    _refuse_for_network(a.dram_dumps, a.trace_format, a.trace_source, a.timeline)
+    if request.only and a.out_dir:
+        raise UsageError("--timing-only computes no data, so --out-dir cannot be used with it (use --timing "
+                         "to run both)")
+    _check_names(a.inputs, a.outputs, (), program)
+    _run_network(program, request, a.profile, NetworkOptions(
+        inputs=[parse_assignment(t, "--input") for t in a.inputs],
+        outputs=[parse_assignment(t, "--output") for t in a.outputs],
+        out_dir=Path(a.out_dir) if a.out_dir else None if a.outputs or request.only else default_out_dir(program),
+        int8=a.int8_outputs, zero_inputs=a.zero_inputs,
+        max_ops=a.max_ops, trace=a.trace or a.trace_uops or bool(a.trace_file), trace_uops=a.trace_uops,
+        lint=a.lint, check_races=a.check_races, origin=program), a.trace_file)
+
+
+def _time_only(prog, request, profile: bool) -> None:
+    """--timing-only: the timing model's report, no data computed."""
+    try:  # no data is computed, but a LOAD or STORE whose fields leave its buffer still faults
+        check_dma(prog)
+    except SimFault as exc:
+        raise located(prog, exc) from None
+    result = run_timing(prog, request)
     if profile:
+        click.echo(json.dumps({"cycles": result.report.cycles, "timing": result.report.as_dict()}, indent=1,
+                              separators=(",", ":")))
+    else:
+        click.echo(result.report.text())
+
+
+def _tell(report, timed, a: RunArgs) -> None:
+    """What a program's run prints: the counters or the timing report, the summary line, warnings, lint and
+    races (exit EXIT_RACES when --check-races found some)."""
+    if a.profile:
         counters = report.result.profile()
         if timed is not None:
             counters = {**counters, "cycles": timed.report.cycles, "timing": timed.report.as_dict()}
@@ -156,11 +193,11 @@ def run(program: str | None, config_path: str | None, inputs: tuple[str, ...], z
                f"({extras['uop_executions']:,} micro-op executions){wrote}", err=True)
     for line in report.warnings:
         click.echo(line, err=True)
-    if lint:
+    if a.lint:
         click.echo(report.lint_summary, err=True)
     for line in report.races:
         click.echo(line, err=True)
-    if check_races:
+    if a.check_races:
         click.echo(f"{len(report.races)} race(s) found", err=True)
         if report.races:
             sys.exit(EXIT_RACES)

@@ -115,51 +115,10 @@ def import_raw(directory: str | Path, cfg: VTAConfig | None = None,
             f"{d / insn_file}: {len(insn_data)} bytes is not a whole number of 16-byte instructions"
         )
     instructions = decode_stream(insn_data, codec.cfg)
-
     uop_file = get_str(layout.get("uop_file", DEFAULT_UOP_FILE), f"{where} uop_file")
-    uop_path = inside(d, uop_file, f"{where} uop_file")
-    uops = []
-    if "uop_file" in layout or uop_path.exists():
-        uop_data = read_bytes(uop_path, "micro-op file")
-        if len(uop_data) % 4:
-            raise FormatError(f"{uop_path}: {len(uop_data)} bytes is not a whole number of 4-byte micro-ops")
-        if "uop_addr" not in layout:
-            raise FormatError(f"{where}: missing key 'uop_addr' (required when {uop_file} exists)")
-        uops = codec.decode_uops(uop_data)  # keeps every word as read (stray bits in ``raw``)
-
-    placed: list[tuple[str, int, bytes]] = []
-    given: dict[str, str] = {}  # segment file -> the name the layout gives it (this toolchain's own key)
-    for i, item in enumerate(get_list(layout.get("segments", []), f"{where} segments")):
-        at = f"{where} segments[{i}]"
-        obj = get_object(item, at, ("file", "addr"), ("name",))
-        file = get_str(obj["file"], f"{at}.file")
-        addr = get_int(obj["addr"], f"{at}.addr", allow_hex=True)
-        if "name" in obj:
-            name = get_str(obj["name"], f"{at}.name")
-            if name in given.values() or name in _RESERVED:
-                raise FormatError(f"{at}.name: {name!r} is {'reserved' if name in _RESERVED else 'taken'}")
-            given[file] = name
-        placed.append((file, addr, read_mapped(inside(d, file, f"{at}.file"), "segment file")))
-    named, tensors = _read_tensors(layout.get("tensors", []), placed, f"{where} tensors")
-    segments: list[Segment] = []
-    taken = set(named.values()) | set(given.values())
-    for file, addr, data in placed:
-        name = named.get(file) or given.get(file) or _segment_name(file, taken)
-        segments.append(Segment(name, addr, data, None if f"{name}.bin" == file else file))
-
-    dumps = []
-    for i, item in enumerate(get_list(layout.get("dump", []), f"{where} dump")):
-        at = f"{where} dump[{i}]"
-        obj = get_object(item, at, ("addr", "nbytes", "file"))
-        file = get_str(obj["file"], f"{at}.file")
-        inside(d, file, f"{at}.file")
-        dumps.append(
-            DumpRange(
-                get_int(obj["addr"], f"{at}.addr", allow_hex=True),
-                get_int(obj["nbytes"], f"{at}.nbytes", allow_hex=True),
-                file,
-            )
-        )
+    uops = _read_uops(d, layout, uop_file, codec, where)
+    segments, tensors = _read_segments(d, layout, where)
+    dumps = _read_dumps(d, layout, where)
 
     dram = layout.get("dram_bytes")
     insn_addr = get_int(layout["insn_addr"], f"{where} insn_addr", allow_hex=True)
@@ -183,6 +142,56 @@ def import_raw(directory: str | Path, cfg: VTAConfig | None = None,
         insn_file=insn_file,
         uop_file=uop_file,
     )
+
+
+def _read_uops(d: Path, layout: dict, uop_file: str, codec, where: str) -> list:
+    """The micro-op table, when the layout names its file or the default one exists."""
+    uop_path = inside(d, uop_file, f"{where} uop_file")
+    if "uop_file" not in layout and not uop_path.exists():
+        return []
+    uop_data = read_bytes(uop_path, "micro-op file")
+    if len(uop_data) % 4:
+        raise FormatError(f"{uop_path}: {len(uop_data)} bytes is not a whole number of 4-byte micro-ops")
+    if "uop_addr" not in layout:
+        raise FormatError(f"{where}: missing key 'uop_addr' (required when {uop_file} exists)")
+    return codec.decode_uops(uop_data)  # keeps every word as read (stray bits in ``raw``)
+
+
+def _read_segments(d: Path, layout: dict, where: str) -> tuple[list[Segment], list]:
+    """The DRAM segments (named by the tensors they hold, the layout's name, or their file) and the tensors."""
+    placed: list[tuple[str, int, bytes]] = []
+    given: dict[str, str] = {}  # segment file -> the name the layout gives it (this toolchain's own key)
+    for i, item in enumerate(get_list(layout.get("segments", []), f"{where} segments")):
+        at = f"{where} segments[{i}]"
+        obj = get_object(item, at, ("file", "addr"), ("name",))
+        file = get_str(obj["file"], f"{at}.file")
+        addr = get_int(obj["addr"], f"{at}.addr", allow_hex=True)
+        if "name" in obj:
+            name = get_str(obj["name"], f"{at}.name")
+            if name in given.values() or name in _RESERVED:
+                raise FormatError(f"{at}.name: {name!r} is {'reserved' if name in _RESERVED else 'taken'}")
+            given[file] = name
+        placed.append((file, addr, read_mapped(inside(d, file, f"{at}.file"), "segment file")))
+    named, tensors = _read_tensors(layout.get("tensors", []), placed, f"{where} tensors")
+    segments: list[Segment] = []
+    taken = set(named.values()) | set(given.values())
+    for file, addr, data in placed:
+        name = named.get(file) or given.get(file) or _segment_name(file, taken)
+        segments.append(Segment(name, addr, data, None if f"{name}.bin" == file else file))
+    return segments, tensors
+
+
+def _read_dumps(d: Path, layout: dict, where: str) -> list[DumpRange]:
+    """The DRAM ranges to dump after a run, each to a file inside the directory."""
+    dumps = []
+    for i, item in enumerate(get_list(layout.get("dump", []), f"{where} dump")):
+        at = f"{where} dump[{i}]"
+        obj = get_object(item, at, ("addr", "nbytes", "file"))
+        file = get_str(obj["file"], f"{at}.file")
+        inside(d, file, f"{at}.file")
+        dumps.append(DumpRange(get_int(obj["addr"], f"{at}.addr", allow_hex=True),
+                               get_int(obj["nbytes"], f"{at}.nbytes", allow_hex=True), file))
+    return dumps
 
 
 def _check_apart(regions: list[tuple[str, int, int]], where: str) -> None:
