@@ -11,7 +11,7 @@ import numpy as np
 from vtacc.frontend.check import check_source
 from vtacc.onnx import Imported, import_model
 from vtacc.onnx.emit import emit_vk, program_names
-from vtacc.onnx.partition import host_step, net_tensors
+from vtacc.onnx.partition import host_step, net_tensors, step_names
 from vtasim.timing.profile import Profile
 from vtasm.config import VTAConfig
 from vtasm.errors import CompileError, ModelError
@@ -51,9 +51,9 @@ def compile_imported(imported: Imported, cfg: VTAConfig, profile: Profile | None
     launches: list[Compiled] = []
     steps: list[Step] = []
     n_vta = sum(p.kind == Side.VTA for p in imported.parts)
-    for k, part in enumerate(imported.parts):
+    for part, step_name in zip(imported.parts, step_names(imported.parts), strict=True):
         if part.kind == Side.HOST:
-            steps.append(host_step(part, qnet, f"host{k + 1}"))
+            steps.append(host_step(part, qnet, step_name))
             continue
         if imported.whole_on_vta:
             source, params, name = imported.source, imported.params, vk_name
@@ -66,7 +66,7 @@ def compile_imported(imported: Imported, cfg: VTAConfig, profile: Profile | None
             raise ModelError(*_at_node(exc, source, qnet)) from None
         launches.append(compiled)
         names = program_names(qnet, part)
-        steps.append(VtaStep(f"vta{len(launches)}", compiled.program, {t: names[t] for t in part.inputs},
+        steps.append(VtaStep(step_name, compiled.program, {t: names[t] for t in part.inputs},
                              {t: names[t] for t in part.outputs}))
     net = qnet.network
     network = NetworkFile(net.name, net.opset, [net.input], list(net.outputs), net_tensors(qnet, imported.parts),

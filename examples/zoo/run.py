@@ -94,6 +94,7 @@ def _logits(model: onnx.ModelProto) -> dict[str, str]:
 def run_network(name: str, size: int, out: Path, samples: int = 8, tests: int = 2) -> Result:
     """Build, compile, run and check one network; the files go to ``out``."""
     from vtacc.onnx import import_model
+    from vtacc.onnx.convert.layers import LayerKind
     from vtacc.onnx.kinds import layer_macs
     from vtacc.onnx.reference import run_int8
     from vtasim.host.quant import dequantise
@@ -137,16 +138,16 @@ def run_network(name: str, size: int, out: Path, samples: int = 8, tests: int = 
     vta_ops: dict[str, int] = {}
     host_ops: dict[str, int] = {}
     for layer in qnet.network.layers:
-        for src in layer.sources if layer.kind != "host" else []:
+        for src in layer.sources if layer.kind != LayerKind.HOST else []:
             op = qnet.network.ops[src]
             vta_ops[op] = vta_ops.get(op, 0) + 1
-        if layer.kind == "host":
+        if layer.kind == LayerKind.HOST:
             host_ops[layer.node.op] = host_ops.get(layer.node.op, 0) + 1
     cycles = {}
     for profile in PROFILES:
         reports = [time_program(p, resolve_profile(profile, None, ()), record=False).report for p in net.programs]
         cycles[profile] = sum(r.cycles for r in reports)
-    macs = sum(layer_macs(q.layer) for q in qnet.layers if q.kind != "host")
+    macs = sum(layer_macs(q.layer) for q in qnet.layers if q.kind != LayerKind.HOST)
     return Result(name, size, vta_ops, host_ops, macs, cycles, compile_s, run_s, exact, sqnr)
 
 

@@ -54,6 +54,16 @@ def partition(qnet: QuantisedNetwork) -> list[Part]:
     return parts
 
 
+def step_names(parts: list[Part]) -> list[str]:
+    """Each part's step name in the network file: VTA launches vta1, vta2, ... in their order; a host step
+    host<k>, k its place among all the steps."""
+    names, launches = [], 0
+    for k, part in enumerate(parts):
+        launches += part.kind == Side.VTA
+        names.append(f"vta{launches}" if part.kind == Side.VTA else f"host{k + 1}")
+    return names
+
+
 def host_step(part: Part, qnet: QuantisedNetwork, name: str) -> HostStep:
     """A host part as the network file's step: its ONNX nodes with static shapes."""
     return HostStep(name, [q.layer.host_node for q in part.layers], part.inputs, part.outputs)

@@ -14,7 +14,7 @@ from vtasm.formats.network import Side
 
 from .exact import low_byte
 from .kinds import rules
-from .partition import host_step, net_tensors, partition
+from .partition import host_step, net_tensors, partition, step_names
 from .quantised import QuantisedNetwork
 
 
@@ -25,10 +25,9 @@ def run_int8(qnet: QuantisedNetwork, x: np.ndarray) -> dict[str, np.ndarray]:
     values = {net.input: np.asarray(x, dtype=np.int8)}
     parts = partition(qnet)
     tensors = net_tensors(qnet, parts)
-    for k, part in enumerate(parts):
+    for part, name in zip(parts, step_names(parts), strict=True):
         if part.kind == Side.HOST:
-            values.update(run_host_step(host_step(part, qnet, f"host{k}"), values, tensors, net.constants,
-                                        net.opset))
+            values.update(run_host_step(host_step(part, qnet, name), values, tensors, net.constants, net.opset))
             continue
         for q in part.layers:
             values[q.layer.output] = low_byte(rules(q.kind).int8(q, [values[t] for t in q.layer.inputs]))

@@ -43,15 +43,25 @@ MIN, MAX, ADD, SHR, MUL = (isa.ALU_OPS[n] for n in ("min", "max", "add", "shr", 
 TENSOR_UFUNCS = {MIN: np.minimum, MAX: np.maximum, ADD: np.add, MUL: np.multiply}
 
 
+# SHR shifts an int32 lane right (arithmetic) by a non-negative amount, left by a negative one, by the
+# amount's low 5 bits (the reference's x86 build); the compiled loop takes the mask as -DVTA_SHIFT_MASK
+SHIFT_MASK = 31
+
+
+def shift_amounts(shift):
+    """(right, left): the distances SHR by ``shift`` (an int or an array) moves a lane right when ``shift``
+    >= 0 and left otherwise."""
+    return shift & SHIFT_MASK, -shift & SHIFT_MASK
+
+
 def apply_op(op: int, a: np.ndarray, b: np.ndarray | int) -> np.ndarray:
     """One ALU operation on int64 lanes (result not yet wrapped)."""
     ufunc = TENSOR_UFUNCS.get(op)
     if ufunc is not None:
         return ufunc(a, b)
     shift = np.asarray(b, dtype=np.int64)
-    right = np.right_shift(a, shift & 31)
-    left = np.left_shift(a, (-shift) & 31)
-    return np.where(shift >= 0, right, left)
+    right, left = shift_amounts(shift)
+    return np.where(shift >= 0, np.right_shift(a, right), np.left_shift(a, left))
 
 
 def alu_strategy(plan: LoopPlan, op: int, use_imm: bool) -> str:

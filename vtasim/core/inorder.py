@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from vtasim.core.alu import SHR, TENSOR_UFUNCS, alu_strategy, carry_facts, run_alu, run_plan
+from vtasim.core.alu import SHR, TENSOR_UFUNCS, alu_strategy, carry_facts, run_alu, run_plan, shift_amounts
 from vtasim.core.gemm import accumulate, carry_layout, distinct_rows, exact_float, product_bound, run_gemm
 from vtasim.core.loops import CACHE_LANES, LoopPlan, PlanCache, moved
 from vtasim.core.memory import dram_fits, run_load, run_store, sram_fits
@@ -166,9 +166,10 @@ def _imm_op(op: int, imm: int) -> Callable[[np.ndarray], None] | None:
     ufunc = TENSOR_UFUNCS.get(op)
     if ufunc is not None:
         return lambda d: ufunc(d, imm, out=d)
+    right, left = shift_amounts(imm)
     if imm >= 0:
-        return lambda d: np.right_shift(d, imm & 31, out=d)
-    return lambda d: np.left_shift(d, -imm & 31, out=d)
+        return lambda d: np.right_shift(d, right, out=d)
+    return lambda d: np.left_shift(d, left, out=d)
 
 
 class InOrderRun:

@@ -63,11 +63,13 @@ def row_layouts() -> dict[str, tuple[str, ...]]:
 def _codes() -> tuple[str, ...]:
     """The -D flags that give the C source its codes, from the ISA tables and the in-order rows' kinds and
     layouts."""
+    from vtasim.core.alu import SHIFT_MASK
     from vtasm import isa
 
     codes = {**{f"VTA_OP_{k.upper()}": isa.OPCODES[k] for k in ("load", "store", "gemm", "alu")},
              **{f"VTA_MEM_{k.upper()}": isa.MEM_TYPES[k] for k in ("wgt", "inp", "acc")},
              **{f"VTA_ALU_{k.upper()}": isa.ALU_OPS[k] for k in ("min", "max", "add", "shr", "mul")},
+             "VTA_SHIFT_MASK": SHIFT_MASK,
              "VTA_HOW_UNIT": UNIT, "VTA_HOW_CONTIGUOUS": CONTIGUOUS, "VTA_HOW_ROWS": ROWS, "VTA_HOW_PADDED": PADDED,
              **{f"ROW_{kind.upper()}_{name.upper()}": k + 1 for kind, names in row_layouts().items()
                 for k, name in enumerate(names)}}

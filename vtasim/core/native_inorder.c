@@ -63,10 +63,10 @@ INLINE int32_t wrap_mul(int32_t a, int32_t b) { return (int32_t)((uint32_t)a * (
 
 INLINE int32_t shift(int32_t a, int64_t y)
 {
-    /* y >= 0: arithmetic right shift by y mod 32; y < 0: left shift by -y mod 32 (the reference's x86 build) */
+    /* y >= 0: arithmetic right shift by y's low bits; y < 0: left shift by -y's (alu.py's SHIFT_MASK) */
     if (y >= 0)
-        return a >> (y & 31);
-    return (int32_t)((uint32_t)a << ((-y) & 31));
+        return a >> (y & VTA_SHIFT_MASK);
+    return (int32_t)((uint32_t)a << ((-y) & VTA_SHIFT_MASK));
 }
 
 /* One ALU operation on lanes, as an expression of the old value d and the operand v (int32). */
