@@ -100,6 +100,8 @@ CASES = {
                                     pads=[0, 0, 1, 1])], X, {}),
     "maxpool_caffe_end_pads": ([_node("MaxPool", ["x"], ["y"], kernel_shape=[3, 3], strides=[2, 2],
                                       pads=[0, 0, 1, 1])], [1, 16, 8, 8], {}),
+    "neg_after_conv": ([_conv("x", "w", "c"), _node("Neg", ["c"], ["y"])], X, {"w": _w(16, 16, 3, 3)}),
+    "neg_alone": ([_node("Neg", ["x"], ["n"]), _node("Relu", ["n"], ["y"])], X, {}),
     "nested_concat": ([_conv("x", "w", "c"), _node("Concat", ["x", "c"], ["k"], axis=1), _conv("k", "w2", "d"),
                        _node("Concat", ["k", "d"], ["y"], axis=1)], X,
                       {"w": _w(16, 16, 3, 3), "w2": _w(16, 32, 3, 3)}),

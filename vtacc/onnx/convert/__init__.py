@@ -10,7 +10,7 @@ through vtasim.host.forms, as the host operators do.
 
     tensors.py      Identity, Dropout, Flatten, Reshape, QuantizeLinear, DequantizeLinear
     linear.py       Conv (and the Pad before it), Gemm, MatMul
-    affine.py       BatchNormalization, Mul, Div, Sub, Add, Sum
+    affine.py       BatchNormalization, Neg, Mul, Div, Sub, Add, Sum
     activations.py  Relu, Clip, LeakyRelu, HardSigmoid
     pooling.py      MaxPool, AveragePool, GlobalAveragePool, ReduceMean
     concat.py       Concat

@@ -1,4 +1,4 @@
-"""Per-channel scales and offsets, and sums: BatchNormalization, Mul, Div, Sub and Add with a constant (a
+"""Per-channel scales and offsets, and sums: BatchNormalization, Neg, Mul, Div, Sub and Add with a constant (a
 per-channel affine step, folded into the Conv or Gemm before it when exact), Add and Sum of tensors."""
 
 from __future__ import annotations
@@ -79,6 +79,13 @@ def _channel_vector(lw: Lowering, node: Node, const: np.ndarray, shape: tuple[in
     if not np.all(rows == rows[:1, :, :1]):
         raise lw.fail(node, "the constant is not one value per channel")
     return rows[0, :, 0].copy()
+
+
+@converts("Neg")
+def neg(lw: Lowering, node: Node) -> None:
+    """-x: a per-channel scale of -1, folded into the Conv or Gemm before it when exact."""
+    channels = lw.g.shapes[lw.activation(node, node.inputs[0], flat_ok=True)][1]
+    affine(lw, node, node.inputs[0], np.full(channels, -1.0), np.zeros(channels))
 
 
 @converts("Mul")
