@@ -25,12 +25,17 @@ from .windows import patches
 Arrays = list[np.ndarray | None]
 Op = Callable[[Arrays, dict, int, list[tuple[int, ...]]], list[np.ndarray]]
 OPS: dict[str, Op] = {}
+ONE_INPUT: set[str] = set()  # operators of exactly one input: a network file giving them more is refused
 
 
-def op(*names: str) -> Callable[[Op], Op]:
+def op(*names: str, one_input: bool = False) -> Callable[[Op], Op]:
+    """Register the function as the host form of the operators ``names`` (``one_input``: each takes exactly
+    one input, and a node that gives it more is refused, not run with the extras ignored)."""
     def register(fn: Op) -> Op:
         for name in names:
             OPS[name] = fn
+            if one_input:
+                ONE_INPUT.add(name)
         return fn
 
     return register
@@ -83,28 +88,22 @@ for _name, _fn in {
     "Identity": lambda x: x,
     "Dropout": lambda x: x,
 }.items():
-    OPS[_name] = _unary(_fn)
-# operators of one input (Dropout's optional ratio and training mode aside): a network file that gives them
-# more is refused, not run with the extras ignored
-ONE_INPUT = frozenset({"Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Abs", "Neg", "Reciprocal", "Floor", "Ceil", "Erf",
-                       "Relu", "Softplus", "Softsign", "Identity", "LeakyRelu", "Elu", "HardSigmoid", "HardSwish",
-                       "LRN", "Softmax", "LogSoftmax", "GlobalAveragePool", "GlobalMaxPool", "Transpose", "Flatten",
-                       "MaxPool", "AveragePool"})
+    op(_name, one_input=_name != "Dropout")(_unary(_fn))  # Dropout: an optional ratio and training mode
 
 
-@op("LeakyRelu")
+@op("LeakyRelu", one_input=True)
 def _leaky_relu(xs, a, opset, shapes):
     x = _f32(xs[0])
     return [np.where(x >= 0, x, x * x.dtype.type(forms.leaky_slope(a)))]
 
 
-@op("Elu")
+@op("Elu", one_input=True)
 def _elu(xs, a, opset, shapes):
     x = _f32(xs[0])
     return [np.where(x >= 0, x, x.dtype.type(a.get("alpha", 1.0)) * np.expm1(np.minimum(x, 0)))]
 
 
-@op("HardSigmoid")
+@op("HardSigmoid", one_input=True)
 def _hard_sigmoid(xs, a, opset, shapes):
     x = _f32(xs[0])
     t = x.dtype.type
@@ -112,7 +111,7 @@ def _hard_sigmoid(xs, a, opset, shapes):
     return [np.clip(t(alpha) * x + t(beta), 0, 1).astype(x.dtype)]
 
 
-@op("HardSwish")
+@op("HardSwish", one_input=True)
 def _hard_swish(xs, a, opset, shapes):
     x = _f32(xs[0])
     t = x.dtype.type
@@ -158,21 +157,21 @@ def _softmax_axes(x: np.ndarray, a: dict, opset: int) -> tuple[np.ndarray, tuple
     return x, tuple(range(axis, x.ndim))
 
 
-@op("Softmax")
+@op("Softmax", one_input=True)
 def _softmax(xs, a, opset, shapes):
     x, axes = _softmax_axes(_f32(xs[0]), a, opset)
     e = np.exp(x - x.max(axis=axes, keepdims=True))
     return [e / e.sum(axis=axes, keepdims=True)]
 
 
-@op("LogSoftmax")
+@op("LogSoftmax", one_input=True)
 def _log_softmax(xs, a, opset, shapes):
     x, axes = _softmax_axes(_f32(xs[0]), a, opset)
     shifted = x - x.max(axis=axes, keepdims=True)
     return [shifted - np.log(np.exp(shifted).sum(axis=axes, keepdims=True))]
 
 
-@op("LRN")
+@op("LRN", one_input=True)
 def _lrn(xs, a, opset, shapes):
     """Local response normalisation across channels: x / (bias + alpha / size * sum of squares)^beta."""
     x = _f32(xs[0])
@@ -310,7 +309,7 @@ def _conv_transpose(xs, a, opset, shapes):
     return [np.ascontiguousarray(y)]
 
 
-@op("MaxPool")
+@op("MaxPool", one_input=True)
 def _max_pool(xs, a, opset, shapes):
     x = _f32(xs[0])
     kernel = tuple(a["kernel_shape"])
@@ -319,7 +318,7 @@ def _max_pool(xs, a, opset, shapes):
     return [cols.max(axis=-1)]
 
 
-@op("AveragePool")
+@op("AveragePool", one_input=True)
 def _average_pool(xs, a, opset, shapes):
     x = _f32(xs[0])
     kernel = tuple(a["kernel_shape"])
@@ -334,13 +333,13 @@ def _average_pool(xs, a, opset, shapes):
     return [total / np.maximum(count, 1)]
 
 
-@op("GlobalAveragePool")
+@op("GlobalAveragePool", one_input=True)
 def _global_average_pool(xs, a, opset, shapes):
     x = _f32(xs[0])
     return [x.mean(axis=tuple(range(2, x.ndim)), keepdims=True)]
 
 
-@op("GlobalMaxPool")
+@op("GlobalMaxPool", one_input=True)
 def _global_max_pool(xs, a, opset, shapes):
     x = _f32(xs[0])
     return [x.max(axis=tuple(range(2, x.ndim)), keepdims=True)]
@@ -369,11 +368,11 @@ def _reshape(xs, a, opset, shapes):
 
 
 for _name in ("Reshape", "Flatten", "Squeeze", "Unsqueeze"):
-    OPS[_name] = _reshape
+    op(_name, one_input=_name == "Flatten")(_reshape)
 OPS["Expand"] = lambda xs, a, opset, shapes: [np.broadcast_to(np.asarray(xs[0]), shapes[0]).copy()]
 
 
-@op("Transpose")
+@op("Transpose", one_input=True)
 def _transpose(xs, a, opset, shapes):
     x = np.asarray(xs[0])
     return [np.transpose(x, a.get("perm", list(range(x.ndim))[::-1]))]
