@@ -46,12 +46,14 @@ def conv2d(x: np.ndarray, w: np.ndarray, stride: int, pad: int, groups: int) -> 
     padded[:, :, pad:pad + h, pad:pad + wd] = x
     image = padded.reshape(n, groups, icg, h + 2 * pad, wd + 2 * pad)
     kernel = np.asarray(w, dtype=ftype).reshape(groups, oc // groups, icg, kh, kw)
-    y = np.zeros((n, groups, oc // groups, oh, ow), dtype=np.int64)
+    # the taps' sums added in float64 while the whole sum stays below 2**53, else in int64
+    total = np.float64 if icg * kh * kw * PRODUCT < 1 << 53 else np.int64
+    y = np.zeros((n, groups, oc // groups, oh, ow), dtype=total)
     for i in range(kh):
         for j in range(kw):
             tap = image[:, :, :, i:i + stride * (oh - 1) + 1:stride, j:j + stride * (ow - 1) + 1:stride]
-            y += np.einsum("goc,ngcrs->ngors", kernel[:, :, :, i, j], tap, optimize=True).astype(np.int64)
-    return y.reshape(n, oc, oh, ow)
+            y += np.einsum("goc,ngcrs->ngors", kernel[:, :, :, i, j], tap, optimize=True).astype(total)
+    return y.reshape(n, oc, oh, ow).astype(np.int64)
 
 
 def matmul(x: np.ndarray, w: np.ndarray) -> np.ndarray:
