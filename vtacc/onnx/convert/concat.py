@@ -6,10 +6,14 @@ from ..read.graph import Node
 from .layers import Layer, LayerKind
 from .lowering import Lowering
 from .registry import converts
+from .tensors import identity
 
 
 @converts("Concat")
 def concat(lw: Lowering, node: Node) -> None:
+    if len(node.inputs) == 1:  # a concatenation of one tensor is that tensor
+        identity(lw, node)
+        return
     parts = [lw.activation(node, t) for t in node.inputs]
     rank = len(lw.g.shapes[parts[0]])
     if node.attrs.get("axis", 1) % rank != 1:

@@ -87,6 +87,13 @@ class Lowering:
         return kernel_name(base, self.names)
 
     def add(self, layer: Layer) -> None:
+        """A VTA layer made from the node its sources name; NotOnVta for tensors VTA does not lay out (a rank
+        other than 4, NCHW images, or 2, [N, K] matrices), before calibration: the node goes to the host."""
+        ranks = {len(layer.shape), *(len(self.g.shapes[t]) for t in layer.inputs)}
+        if not ranks <= {2, 4}:
+            node = next(n for n in self.g.nodes if n.name == layer.sources[0])
+            raise self.fail(node, f"a rank-{max(ranks - {2, 4})} tensor (VTA computes on NCHW images and [N, K] "
+                                  "matrices)")
         self.layers.append(layer)
         self.by_output[layer.output] = layer
 
@@ -136,10 +143,23 @@ class Lowering:
                 "a constant" if out in self.consts else "computed by no layer"
             raise ModelError(f"{self.g.name}: the output '{name}' is {what}: there is nothing for VTA or the "
                              "host to compute")
-        if out != name and out not in self.g.outputs:
+        if out == name or out in self.g.outputs:
+            return out
+        declared, made = self.g.shapes.get(name), self.by_output[out]
+        if declared is not None and made.kind != LayerKind.HOST and tuple(made.shape) != tuple(declared):
+            self._reshape_output(out, name, declared)  # a final Flatten or Reshape: the model's shape kept
+        else:
             self.rename_tensor(out, name)
-            out = name
-        return out
+        return name
+
+    def _reshape_output(self, tensor: str, name: str, shape: tuple[int, ...]) -> None:
+        """The model output ``name`` as ``tensor`` reshaped to the shape the model declares, on the host (the
+        output comes back to the host anyway): a flattening that VTA's layers only read in place."""
+        target = f"{name}__shape"
+        self.consts[target] = np.asarray(shape, dtype=np.int64)
+        self.g.shapes.setdefault(tensor, self.by_output[tensor].shape)
+        node = Node("Reshape", f"{name}__reshape", [tensor, target], [name])
+        self.host(node, "the model declares its output in this shape")
 
     def rename_tensor(self, old: str, new: str) -> None:
         """Call the tensor ``old`` by the model's name ``new`` everywhere (model outputs keep their names)."""

@@ -48,8 +48,19 @@ def model_opset(model, name: str) -> int:
     return opset
 
 
+def open_unset_dims(model) -> None:
+    """Make every dimension the model stores as a number below 1 open: exporters write -1 (Paddle2ONNX) or 0
+    for a dimension they leave to the runtime, where ONNX would leave it unset or name it."""
+    g = model.graph
+    for info in [*g.input, *g.output, *g.value_info]:
+        for d in info.type.tensor_type.shape.dim:
+            if d.HasField("dim_value") and d.dim_value < 1:
+                d.Clear()
+
+
 def fix_input_shapes(model, name: str, given: dict[str, tuple[int, ...]]) -> None:
     """Set the shape of every graph input named in ``given``; refuse names the model does not have."""
+    open_unset_dims(model)
     constants = {t.name for t in model.graph.initializer}
     inputs = {i.name: i for i in model.graph.input if i.name not in constants}
     unknown = sorted(set(given) - set(inputs))

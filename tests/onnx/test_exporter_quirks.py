@@ -1,0 +1,101 @@
+"""What exporters write that the importer must take (issue 38): dimensions stored as -1 or 0, a Concat of one
+tensor, a final Flatten or Reshape whose shape the model declares, rank-3 tensors (transformer-style exports)
+that VTA does not lay out: each built with onnx's helper API, imported, run end to end, checked bit for bit
+against the numpy int8 reference and against onnxruntime's float result."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnxruntime
+import pytest
+from onnx import helper
+
+from vtacc.model import compile_model
+from vtacc.onnx.reference import run_int8
+from vtasim import api
+from vtasim.host.quant import dequantise
+from vtasm.config import default_config
+from vtasm.errors import ModelError
+
+from .models import save_model, tensor
+
+RNG = np.random.default_rng(38)
+n = helper.make_node
+
+
+def _w(*shape, scale=0.3):
+    return RNG.normal(0, scale, shape).astype(np.float32)
+
+
+def _sqnr(want: np.ndarray, got: np.ndarray) -> float:
+    return float(10 * np.log10(np.sum(want.astype(np.float64) ** 2) / max(np.sum((want - got) ** 2), 1e-30)))
+
+
+def _run_both(path, model, x: np.ndarray, output: str = "y") -> np.ndarray:
+    """The network's int8 output on ``x``: equal to the numpy reference, close to onnxruntime in float (on the
+    model at ``path``)."""
+    qnet = model.imported.qnet
+    got = api.run(model.network, x, int8=True)[output]
+    assert np.array_equal(got, run_int8(qnet, qnet.quantise_input(x))[output])
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    want = session.run(None, {"x": x})[0]
+    assert got.shape == want.shape  # the shape the model declares
+    assert _sqnr(want, dequantise(got, model.network.tensors[output].exp)) > 20
+    return got
+
+
+@pytest.mark.parametrize("unset", [-1, 0])
+def test_a_dimension_stored_as_minus_one_or_zero_is_open_and_input_shape_fixes_it(tmp_path, unset):
+    """Paddle2ONNX writes a dynamic batch as -1: it is open, not fixed at -1."""
+    nodes = [n("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             n("Relu", ["c"], ["y"], name="relu")]
+    w = _w(16, 3, 3, 3)
+    path = save_model(tmp_path / "m.onnx", nodes, [tensor("x", [unset, 3, 8, 8])], [tensor("y", [unset, 16, 8, 8])],
+                      {"w": w})
+    fixed = save_model(tmp_path / "fixed.onnx", nodes, [tensor("x", [1, 3, 8, 8])], [tensor("y", None)], {"w": w})
+    cal = RNG.normal(0, 1, (8, 3, 8, 8)).astype(np.float32)
+    with pytest.raises(ModelError, match=r"leaves dimensions of its input 'x' \[\?, 3, 8, 8\] open.*--input-shape"):
+        compile_model(path, default_config(), cal)
+    model = compile_model(path, default_config(), cal, input_shapes={"x": (1, 3, 8, 8)})
+    assert [s.kind for s in model.network.steps] == ["vta"]
+    _run_both(fixed, model, RNG.normal(0, 1, (1, 3, 8, 8)).astype(np.float32))  # onnxruntime refuses the -1
+
+
+def test_a_concat_of_one_tensor_is_that_tensor(tmp_path):
+    nodes = [n("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[1, 1]),
+             n("Concat", ["c"], ["k"], name="cat", axis=1), n("Relu", ["k"], ["y"], name="relu")]
+    path = save_model(tmp_path / "m.onnx", nodes, [tensor("x", [1, 16, 4, 4])], [tensor("y", None)],
+                      {"w": _w(16, 16, 1, 1)})
+    model = compile_model(path, default_config(), RNG.normal(0, 1, (8, 16, 4, 4)).astype(np.float32))
+    assert [s.kind for s in model.network.steps] == ["vta"]  # no host step, no copy
+    _run_both(path, model, RNG.normal(0, 1, (1, 16, 4, 4)).astype(np.float32))
+
+
+@pytest.mark.parametrize("final", ["Flatten", "Reshape"])
+def test_a_final_flatten_keeps_the_shape_the_model_declares(tmp_path, final):
+    """SqueezeNet's classifier: a global pool, then a Flatten (or Reshape) to [N, classes]; the output comes
+    back as [N, classes], not [N, classes, 1, 1]."""
+    flatten = n("Flatten", ["p"], ["y"], name="flat", axis=1) if final == "Flatten" else \
+        n("Reshape", ["p", "shape"], ["y"], name="flat")
+    nodes = [n("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[1, 1]), n("Relu", ["c"], ["r"], name="relu"),
+             n("GlobalAveragePool", ["r"], ["p"], name="pool"), flatten]
+    consts = {"w": _w(32, 16, 1, 1), "shape": np.array([1, 32], np.int64)}
+    path = save_model(tmp_path / "m.onnx", nodes, [tensor("x", [1, 16, 4, 4])], [tensor("y", [1, 32])], consts)
+    model = compile_model(path, default_config(), RNG.normal(0, 1, (8, 16, 4, 4)).astype(np.float32))
+    assert model.network.tensors["y"].shape == (1, 32)
+    got = _run_both(path, model, RNG.normal(0, 1, (1, 16, 4, 4)).astype(np.float32))
+    assert got.shape == (1, 32)
+
+
+def test_rank_3_tensors_go_to_the_host_before_calibration(tmp_path):
+    """A transformer-style [N, tokens, features] add: decided at conversion (host), never refused later."""
+    nodes = [n("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[1, 1]),
+             n("Reshape", ["c", "shape"], ["t"], name="tokens"), n("Relu", ["t"], ["r"], name="relu"),
+             n("Add", ["t", "r"], ["y"], name="residual")]
+    consts = {"w": _w(16, 16, 1, 1), "shape": np.array([1, 16, 16], np.int64)}
+    path = save_model(tmp_path / "m.onnx", nodes, [tensor("x", [1, 16, 4, 4])], [tensor("y", None)], consts)
+    model = compile_model(path, default_config(), RNG.normal(0, 1, (8, 16, 4, 4)).astype(np.float32))
+    host = model.imported.qnet.network.on_host
+    assert [layer.node.op for layer in host] == ["Reshape", "Relu", "Add"]
+    assert all("rank-3" in layer.reason or layer.node.op == "Reshape" for layer in host)
+    _run_both(path, model, RNG.normal(0, 1, (1, 16, 4, 4)).astype(np.float32))
