@@ -77,8 +77,28 @@ class Imported:
             why = f" ({layer.layer.reason})" if layer.kind == LayerKind.HOST else ""
             lines.append(f"  {layer.name:<16} {kind:<8} out 2^{layer.out_exp}{weights}{shift}{rng}{why}")
         lines += [f"  note: {n}" for n in q.notes]
+        lines += self.verdicts()
         lines.append(self.placement())
         return "\n".join(lines) + "\n"
+
+    def verdicts(self) -> list[str]:
+        """One line per model output: its SQNR against the float model and, for class scores, top-1
+        agreement, measured on the first calibration inputs; and its values that clip, if any."""
+        q = self.qnet
+        lines = []
+        for t in q.network.outputs:
+            db = q.sqnr.get(t)
+            if db is None:
+                continue
+            shown = "exact" if not math.isfinite(db) else f"SQNR {db:.1f} dB"
+            text = f"  output '{t}': {shown} against the float model"
+            if t in q.top1:
+                agree, total = q.top1[t]
+                text += f", top-1 the float model's on {agree} of {total} calibration inputs"
+            if q.clipped.get(t):
+                text += f"; {q.clipped[t]} value(s) beyond its int8 range clip"
+            lines.append(text)
+        return lines
 
     def placement(self) -> str:
         """One line: how many VTA launches and host steps, and which operators the host computes."""

@@ -29,10 +29,14 @@ def sqnr_db(signal: float, noise: float) -> float:
 
 
 def measure(qnet: QuantisedNetwork, data: np.ndarray, samples: int = SAMPLES) -> dict[str, float]:
-    """SQNR in dB of every int8 tensor the network computes, over the first ``samples`` inputs of ``data``."""
+    """SQNR in dB of every int8 tensor the network computes, over the first ``samples`` inputs of ``data``;
+    on the way, each output's values beyond its int8 range (``qnet.clipped``) and, for an output of class
+    scores ([N, classes], classes > 1), on how many inputs its top class is the float network's
+    (``qnet.top1``)."""
     net = qnet.network
     signal: dict[str, float] = {}
     noise: dict[str, float] = {}
+    qnet.clipped, qnet.top1 = {t: 0 for t in net.outputs}, {}
     kept, qnet.float_sample = qnet.float_sample, None  # what calibration computed of these inputs, if it did
     for piece in batches(net, data[:samples]):
         want = kept if kept is not None and len(piece) == samples else run_float(net, piece)
@@ -44,4 +48,17 @@ def measure(qnet: QuantisedNetwork, data: np.ndarray, samples: int = SAMPLES) ->
             err = f - dequantise(q, qnet.exps[t], np.float64)
             signal[t] = signal.get(t, 0.0) + float(np.sum(f * f))
             noise[t] = noise.get(t, 0.0) + float(np.sum(err * err))
+            if t in qnet.clipped:
+                _output_checks(qnet, t, f, q)
     return {t: sqnr_db(signal[t], noise[t]) for t in signal}
+
+
+def _output_checks(qnet: QuantisedNetwork, t: str, f: np.ndarray, q: np.ndarray) -> None:
+    """Count an output's values beyond its int8 range and, for class scores, the inputs whose top class
+    the int8 network keeps."""
+    qnet.clipped[t] += int(np.sum(np.abs(f) > 127.5 * 2.0 ** qnet.exps[t]))
+    rows = f.reshape(f.shape[0], -1) if f.ndim >= 2 else None
+    if rows is not None and rows.shape[1] > 1 and f.shape[1] == rows.shape[1]:
+        agree = int(np.sum(np.argmax(rows, axis=1) == np.argmax(q.reshape(rows.shape), axis=1)))
+        done, total = qnet.top1.get(t, (0, 0))
+        qnet.top1[t] = (done + agree, total + rows.shape[0])

@@ -82,8 +82,8 @@ def residual_fusions(layers: list[QLayer], outs: list[str]) -> dict[str, QLayer]
     fused: dict[str, QLayer] = {}
     for q in layers:
         ins = q.layer.inputs
-        if q.kind != LayerKind.ADD or len(ins) != 2 or ins[0] == ins[1]:
-            continue
+        if q.kind != LayerKind.ADD or len(ins) != 2 or ins[0] == ins[1] or min(q.left) < 0:
+            continue  # (an input shifted right: its scale far below the other's, see kinds.add)
         able = [(q.left[at] == 0 and q.left[1 - at] >= q.shift, *producer[t]) for at, t in enumerate(ins)
                 if t in producer and readers[t] == 1 and t not in outs
                 and producer[t][1].kind in (LayerKind.CONV, LayerKind.DENSE)]

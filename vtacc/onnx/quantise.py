@@ -66,8 +66,8 @@ def quantise(net: Network, calibration: np.ndarray | None, method: str = "mse", 
                 error = abs(2.0 ** raw[t] / net.hints[t] - 1)
                 notes.append(f"tensor '{t}': scale {net.hints[t]:.6g} is not a power of two; using 2^{raw[t]} "
                              f"({error:.1%} off)")
-        elif t in stats:
-            raw[t] = stats[t].exponent(method) if t != net.input else exponent_for(ranges[t])
+        elif t in stats:  # the input and the outputs hold their whole calibration range: nothing clips
+            raw[t] = exponent_for(ranges[t]) if t == net.input or t in net.outputs else stats[t].exponent(method)
         else:
             raise ModelError(f"{net.name}: tensor '{t}' has no scale: the model is not fully quantised "
                              "(QuantizeLinear/DequantizeLinear), so give calibration inputs (--calibrate data.npy)")

@@ -47,6 +47,8 @@ class QuantisedNetwork:
     notes: list[str]
     sqnr: dict[str, float] = field(default_factory=dict)  # tensor -> int8 against float on calibration data, dB
     float_sample: dict[str, np.ndarray] | None = None  # the float activations of the first inputs, if kept
+    top1: dict[str, tuple[int, int]] = field(default_factory=dict)  # class-score output -> (agree, inputs)
+    clipped: dict[str, int] = field(default_factory=dict)  # output -> float values beyond its int8 range
 
     @property
     def input_exp(self) -> int:
