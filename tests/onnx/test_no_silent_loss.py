@@ -62,3 +62,19 @@ def test_outputs_never_clip_on_the_calibration_data_and_the_report_gives_a_verdi
     verdict = [line for line in model.imported.report().splitlines() if line.startswith("  output 'y'")]
     assert len(verdict) == 1 and "SQNR" in verdict[0] and "top-1 the float model's on" in verdict[0]
     assert _check(path, model, RNG.normal(0, 1, (1, 64)).astype(np.float32)) > 25
+
+
+def test_an_output_finer_than_its_accumulator_takes_the_accumulators_scale(tmp_path):
+    """Two halves of a convolution that cancel (as a 1x1 convolution after a global pool can): its outputs
+    are far smaller than its weights times its inputs, so calibration gives it a scale finer than the
+    accumulator's, a left shift the requantisation does not make. It was refused after calibration."""
+    a = RNG.normal(0, 0.5, (16, 16, 1, 1)).astype(np.float32)
+    w = np.concatenate([a, -a + RNG.normal(0, 1e-4, a.shape).astype(np.float32)], axis=1)
+    nodes = [n("Concat", ["x", "x"], ["xx"], name="twice", axis=1),
+             n("Conv", ["xx", "w"], ["y"], name="cancel", kernel_shape=[1, 1])]
+    path = save_model(tmp_path / "m.onnx", nodes, [tensor("x", [1, 16, 4, 4])], [tensor("y", None)], {"w": w})
+    model = compile_model(path, default_config(), RNG.normal(0, 1, (16, 16, 4, 4)).astype(np.float32))
+    assert "its accumulator's, not 2^" in model.imported.report()
+    qnet = model.imported.qnet
+    x = RNG.normal(0, 1, (1, 16, 4, 4)).astype(np.float32)
+    assert np.array_equal(api.run(model.network, x, int8=True)["y"], run_int8(qnet, qnet.quantise_input(x))["y"])

@@ -22,7 +22,7 @@ from vtasm.formats.network import EXP_LIMIT
 from .calibrate import Statistics, calibrate
 from .convert import Layer, LayerKind, Network
 from .kinds import rules
-from .quantised import QLayer, QuantisedNetwork, exponent_for
+from .quantised import CoarserOutput, QLayer, QuantisedNetwork, exponent_for
 
 
 class _Ties:
@@ -88,8 +88,33 @@ def quantise(net: Network, calibration: np.ndarray | None, method: str = "mse", 
             raise ModelError(f"{net.name}: {where}: its values (calibration range +-{ranges.get(t, 0):.3g}) need a "
                              f"scale 2^{e}, outside the 2^-{EXP_LIMIT}..2^{EXP_LIMIT} a network file holds",
                              node=producer.sources[0] if producer and producer.sources else None)
-    layers = [_quantise_layer(layer, exps, net.shapes, notes) for layer in net.layers]
+    layers: list[QLayer] = []
+    used: set[str] = set()  # tensors the layers quantised so far read or write: their scales are final
+    for layer in net.layers:
+        try:
+            q = _quantise_layer(layer, exps, net.shapes, notes)
+        except CoarserOutput as need:
+            _coarser_output(net, layer, exps, ties, used, need.exponent, notes)
+            q = _quantise_layer(layer, exps, net.shapes, notes)
+        layers.append(q)
+        used.update(layer.inputs + layer.outputs)
     return QuantisedNetwork(net, layers, exps, ranges, notes, float_sample=sample)
+
+
+def _coarser_output(net: Network, layer: Layer, exps: dict[str, int], ties: _Ties, used: set[str], exponent: int,
+                    notes: list[str]) -> None:
+    """Give ``layer``'s output (and the tensors that share its scale) the accumulator's scale 2^exponent: a
+    finer one would only add zero bits below the accumulator's, by a left shift the requantisation does not
+    make. Refused when a layer already quantised uses one of those tensors at the finer scale."""
+    old = exps[layer.output]
+    group = [t for t in exps if ties.find(t) == ties.find(layer.output)]
+    if any(t in used for t in group) or exponent > EXP_LIMIT:
+        raise ModelError(f"layer {layer.name}: its output scale 2^{old} is finer than its accumulator's (2^{exponent}"
+                         "); the requantisation would be a left shift", node=layer.sources[0])
+    for t in group:
+        exps[t] = exponent
+    notes.append(f"layer {layer.name}: output scale 2^{exponent}, its accumulator's, not 2^{old} (the finer one "
+                 "would only add zero bits)")
 
 
 def _bounds(layer: Layer, e: int) -> tuple[int, int]:

@@ -66,6 +66,15 @@ class QuantisedNetwork:
         return quant.dequantise(y, self.output_exp, np.float64)
 
 
+class CoarserOutput(Exception):
+    """A layer whose output scale is finer than its accumulator's: the requantisation would be a left shift,
+    which adds only zero bits. ``exponent`` is the output scale it asks for instead (its accumulator's)."""
+
+    def __init__(self, exponent: int):
+        super().__init__(exponent)
+        self.exponent = exponent
+
+
 def exponent_for(magnitude: float) -> int:
     """The smallest e with magnitude / 2**e <= 127: the finest power-of-two scale that holds ``magnitude``."""
     if magnitude <= 0 or not math.isfinite(magnitude):

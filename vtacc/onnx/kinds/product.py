@@ -14,7 +14,7 @@ from vtasm.portability import SHIFT_MAX
 from .. import exact
 from ..arrays import conv2d
 from ..convert.layers import Layer, LayerKind
-from ..quantised import QLayer, exponent_for
+from ..quantised import CoarserOutput, QLayer, exponent_for
 from ..read.wire import release
 from .rules import Kernel, Param, Rules, int8_type
 
@@ -114,9 +114,8 @@ def _quantise_weights(q: QLayer, notes: list[str]) -> None:
     w = layer.weight
     w_exps = weight_exponents(w.reshape(w.shape[0], -1))
     shifts = e_y - e_x - w_exps
-    if np.any(shifts < 0):
-        raise ModelError(f"layer {layer.name}: its output scale 2^{e_y} is finer than its accumulator's "
-                         f"(2^{e_x + int(w_exps.max())}); the requantisation would be a left shift")
+    if np.any(shifts < 0):  # the quantiser gives the output its accumulator's scale instead (quantise.py)
+        raise CoarserOutput(e_x + int(w_exps.max()))
     coarse = shifts > SHIFT_MAX
     if np.any(coarse):
         notes.append(f"layer {layer.name}: {int(coarse.sum())} channel(s) need a shift over {SHIFT_MAX}; their "
