@@ -172,7 +172,7 @@ def _compile_onnx(source: str, calibrate: str | None, input_shapes: dict[str, tu
     from vtacc.frontend.check import check_source
     from vtacc.onnx import import_model
 
-    from .model import compile_imported
+    from .model import import_and_compile
 
     cfg = resolve_config(config_path)
     wants_binary = bool(output) and Path(output).suffix.lower() == ".vbin"
@@ -185,13 +185,15 @@ def _compile_onnx(source: str, calibrate: str | None, input_shapes: dict[str, tu
                              "shows one VTA program: write the whole network with -o NAME.vbin (and see it with "
                              "--explain)")
 
-    imported = import_model(source, calibrate, input_shapes, cfg.block_out, method, one_program_only)
-    click.echo(imported.report(), nl=False, err=True)
     vk_name = Path(source).with_suffix(".vk").name
     if emit == "vk":
+        imported = import_model(source, calibrate, input_shapes, cfg.block_out, method, one_program_only)
+        click.echo(imported.report(), nl=False, err=True)
         _write_vk(imported, output, source)
         return
-    model = compile_imported(imported, cfg, profile, vk_name)
+    model = import_and_compile(source, cfg, calibrate, profile, input_shapes, method, one_program_only)
+    imported = model.imported
+    click.echo(imported.report(), nl=False, err=True)
     where = (f"written by vtacc {Path(source).name} --emit vk -o {vk_name}, with the same calibration"
              if imported.whole_on_vta else "each VTA launch's own; --emit vk writes it for a model VTA computes whole")
     note = f"# the places [{vk_name}:LINE] are lines of the kernel language the model imports as ({where})\n"

@@ -12,6 +12,7 @@ from vtacc.frontend.check import check_source
 from vtacc.onnx import Imported, import_model
 from vtacc.onnx.emit import emit_vk, program_names
 from vtacc.onnx.partition import host_step, net_tensors, step_names
+from vtasim.host.ops import OPS as HOST_OPS
 from vtasim.timing.profile import Profile
 from vtasm.config import VTAConfig
 from vtasm.errors import CompileError, ModelError
@@ -63,7 +64,7 @@ def compile_imported(imported: Imported, cfg: VTAConfig, profile: Profile | None
         try:
             compiled = compile_file(check_source(source, name), cfg, "main", profile, params=params)
         except CompileError as exc:
-            raise ModelError(*_at_node(exc, source, qnet)) from None
+            raise _at_node(exc, source, qnet) from None
         launches.append(compiled)
         names = program_names(qnet, part)
         steps.append(VtaStep(step_name, compiled.program, {t: names[t] for t in part.inputs},
@@ -74,12 +75,20 @@ def compile_imported(imported: Imported, cfg: VTAConfig, profile: Profile | None
     return CompiledModel(imported, launches, network, vk_name)
 
 
-def _at_node(exc: CompileError, source: str, qnet) -> tuple[str, str | None]:
-    """A compile error of generated kernel language, told at the ONNX node(s) of the layer it is in: the
-    message, and the (first) node."""
+class LaunchFailed(ModelError):
+    """A VTA launch the compiler refused, told at the ONNX nodes of the layer it failed in (``nodes``; none
+    when the error is not at a layer) with the compiler's own message (``cause``)."""
+
+    def __init__(self, message: str, nodes: list[str], cause: str):
+        super().__init__(message, node=nodes[0] if nodes else None)
+        self.nodes, self.cause = nodes, cause
+
+
+def _at_node(exc: CompileError, source: str, qnet) -> LaunchFailed:
+    """A compile error of generated kernel language, told at the ONNX node(s) of the layer it is in."""
     net = qnet.network
     if exc.span is None:
-        return f"{net.name}: VTA cannot compile it: {exc.message}", None
+        return LaunchFailed(f"{net.name}: VTA cannot compile it: {exc.message}", [], exc.message)
     lines = source.splitlines()[: exc.span.line]
     kernel = next((ln.split()[1].split("(")[0] for ln in reversed(lines) if ln.startswith("kernel ")), "main")
     if kernel == "main":  # a call in main: the layer it calls, or the concatenation it writes
@@ -89,9 +98,10 @@ def _at_node(exc: CompileError, source: str, qnet) -> tuple[str, str | None]:
     layer = next((q.layer for q in qnet.layers if q.layer.name == kernel or
                   kernel.endswith(q.layer.name)), None)
     if layer is None:
-        return f"{net.name}: VTA cannot compile it: {exc.message}", None
+        return LaunchFailed(f"{net.name}: VTA cannot compile it: {exc.message}", [], exc.message)
     nodes = ", ".join(f"node '{n}' ({net.ops.get(n, '?')})" for n in layer.sources)
-    return f"{net.name}: {nodes}: VTA cannot compile it: {exc.message}", layer.sources[0] if layer.sources else None
+    return LaunchFailed(f"{net.name}: {nodes}: VTA cannot compile it: {exc.message}", list(layer.sources),
+                        exc.message)
 
 
 def compile_model(path: str | Path, cfg: VTAConfig, calibration: str | Path | np.ndarray | None = None,
@@ -99,5 +109,24 @@ def compile_model(path: str | Path, cfg: VTAConfig, calibration: str | Path | np
                   input_shapes: dict[str, tuple[int, ...]] | None = None, method: str = "mse") -> CompiledModel:
     """Import an ONNX model (quantised with ``calibration`` by ``method``, open input dimensions fixed by
     ``input_shapes``) and compile it for ``cfg``."""
-    imported = import_model(path, calibration, input_shapes, cfg.block_out, method)
-    return compile_imported(imported, cfg, profile, Path(path).with_suffix(".vk").name)
+    return import_and_compile(path, cfg, calibration, profile, input_shapes, method)
+
+
+def import_and_compile(path: str | Path, cfg: VTAConfig, calibration: str | Path | np.ndarray | None = None,
+                       profile: Profile | None = None, input_shapes: dict[str, tuple[int, ...]] | None = None,
+                       method: str = "mse", check=None) -> CompiledModel:
+    """Import and compile a model; a layer VTA's compiler refuses (its tiles fit no buffer, ...) runs on the
+    host instead when the host computes all of its ONNX nodes: the model is imported again with those nodes
+    on the host (calibrated again: the scales around them change) until every launch compiles. The import
+    report gives each moved node's reason. ModelError when a refused layer's nodes are not all the host's."""
+    moved: dict[str, str] = {}
+    vk_name = Path(path).with_suffix(".vk").name
+    while True:
+        imported = import_model(path, calibration, input_shapes, cfg.block_out, method, check, moved)
+        try:
+            return compile_imported(imported, cfg, profile, vk_name)
+        except LaunchFailed as failed:
+            ops = imported.qnet.network.ops
+            if not failed.nodes or any(n in moved or ops.get(n) not in HOST_OPS for n in failed.nodes):
+                raise
+            moved.update(dict.fromkeys(failed.nodes, f"VTA cannot compile it: {failed.cause}"))

@@ -156,14 +156,16 @@ def checked_calibration(data: np.ndarray, where: str) -> np.ndarray:
 
 def import_model(path: str | Path, calibration: str | Path | np.ndarray | None = None,
                  input_shapes: dict[str, tuple[int, ...]] | None = None, block: int = 16,
-                 method: str = "mse", check: Callable[[Network], None] | None = None) -> Imported:
+                 method: str = "mse", check: Callable[[Network], None] | None = None,
+                 to_host: dict[str, str] | None = None) -> Imported:
     """Load, map, quantise and write an ONNX model (ModelError names the node or file at fault).
 
     ``input_shapes`` fixes input dimensions the model leaves open (a dynamic batch, ...); ``block`` is the
     configuration's BLOCK_OUT; ``method`` how calibration sets scales ("mse" or "max", see quantise);
-    ``check`` sees the lowered network before any calibration (to refuse what the caller cannot use early).
+    ``check`` sees the lowered network before any calibration (to refuse what the caller cannot use early);
+    ``to_host`` names nodes to run on the host, with the reason (see vtacc.model.import_and_compile).
     """
-    network = lower(load_graph(path, input_shapes), block)
+    network = lower(load_graph(path, input_shapes), block, to_host)
     if check is not None:
         check(network)
     data = None

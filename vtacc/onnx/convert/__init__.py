@@ -27,8 +27,9 @@ from .registry import converter_for, vta_operators
 __all__ = ["Layer", "LayerKind", "Network", "NotOnVta", "converter_for", "lower", "vta_operators"]
 
 
-def lower(graph: Graph, block: int = 16) -> Network:
+def lower(graph: Graph, block: int = 16, to_host: dict[str, str] | None = None) -> Network:
     """The graph's layers, or ModelError naming the first node neither VTA nor the host can compute.
 
-    ``block`` is the configuration's BLOCK_OUT (channel concatenations write whole blocks)."""
-    return Lowering(graph, block).run()
+    ``block`` is the configuration's BLOCK_OUT (channel concatenations write whole blocks); ``to_host``
+    names nodes that run on the host whatever VTA could take, with the reason (VTA's compiler refused them)."""
+    return Lowering(graph, block, to_host).run()

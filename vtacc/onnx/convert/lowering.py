@@ -23,9 +23,10 @@ class Lowering:
     """What converters read and change: the graph, the layers so far (by the tensor each writes), renamed
     tensors (``alias``), flattened views, scale hints, constants and Pads waiting for their Conv."""
 
-    def __init__(self, graph: Graph, block: int):
+    def __init__(self, graph: Graph, block: int, to_host: dict[str, str] | None = None):
         self.g = graph
         self.block = block  # BLOCK_OUT: a concatenation writes whole blocks of channels
+        self.to_host = to_host or {}  # node name -> why it runs on the host (VTA's compiler refused it)
         self.alias: dict[str, str] = {}
         self.flat: set[str] = set()  # tensors that are flattened views of 4-D ones
         self.layers: list[Layer] = []
@@ -114,6 +115,9 @@ class Lowering:
                              f"({', '.join(self.g.inputs)}); the importer takes one")
         for node in self.g.nodes:
             convert = converter_for(node.op, self.g.opset)
+            if node.name in self.to_host and node.op in HOST_OPS:
+                self.host(node, self.to_host[node.name])
+                continue
             try:
                 if convert is None:
                     raise self.fail(node, "VTA has no form of this operator")
