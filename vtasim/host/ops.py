@@ -20,6 +20,7 @@ from vtasm import budget
 from vtasm.formats.network import ONNX_DTYPES
 
 from . import forms
+from .resize import resize
 from .windows import patches
 
 Arrays = list[np.ndarray | None]
@@ -434,46 +435,61 @@ def _pad(xs, a, opset, shapes):
     return [y[crop]]
 
 
-def _nearest(x: np.ndarray, out: tuple[int, ...], transform: str, rounding: str) -> np.ndarray:
-    """Nearest-neighbour resizing of ``x`` to the shape ``out``, one axis at a time."""
-    for axis in range(x.ndim):
-        n_in, n_out = x.shape[axis], out[axis]
-        if n_in == n_out:
-            continue
-        scale = n_out / n_in
-        o = np.arange(n_out, dtype=np.float64)
-        if transform == "asymmetric":
-            src = o / scale
-        elif transform == "align_corners":
-            src = o * (n_in - 1) / max(n_out - 1, 1)
-        else:  # half_pixel, pytorch_half_pixel
-            src = (o + 0.5) / scale - 0.5
-        idx = {"floor": np.floor, "ceil": np.ceil, "round_prefer_ceil": lambda v: np.floor(v + 0.5)}.get(
-            rounding, lambda v: np.ceil(v - 0.5))(src)
-        x = np.take(x, np.clip(idx.astype(np.int64), 0, n_in - 1), axis=axis)
-    return x
-
-
-def _check_nearest(a: dict) -> None:
-    mode = a.get("mode", "nearest")
-    if mode != "nearest":
-        raise ValueError(f"mode '{mode}' (the host resizes with mode 'nearest')")
-
-
 @op("Upsample")
 def _upsample(xs, a, opset, shapes):
-    _check_nearest(a)
-    return [_nearest(np.asarray(xs[0]), shapes[0], "asymmetric", "floor")]
+    """Upsample (opsets 7-9): Resize with opset 10's coordinates (asymmetric, nearest rounding down)."""
+    return [resize(_f32(xs[0]) if a.get("mode", "nearest") != "nearest" else np.asarray(xs[0]), shapes[0],
+                   None, a, 10)]
 
 
 @op("Resize")
 def _resize(xs, a, opset, shapes):
-    """Nearest-neighbour Resize; opset 10 maps output to input coordinates as Upsample does."""
-    _check_nearest(a)
-    if opset < 11:
-        return [_nearest(np.asarray(xs[0]), shapes[0], "asymmetric", "floor")]
-    return [_nearest(np.asarray(xs[0]), shapes[0], a.get("coordinate_transformation_mode", "half_pixel"),
-                     a.get("nearest_mode", "round_prefer_floor"))]
+    """Resize with every mode (nearest, linear, cubic) and coordinate transformation (vtasim.host.resize);
+    opset 10 maps output to input coordinates as Upsample does. The scales input, when given, sets each
+    axis's scale; the output's static shape sets its size."""
+    scales = xs[2] if opset >= 11 and len(xs) > 2 and xs[2] is not None and np.size(xs[2]) else \
+        xs[1] if opset < 11 and len(xs) > 1 and xs[1] is not None else None
+    x = np.asarray(xs[0]) if a.get("mode", "nearest") == "nearest" else _f32(xs[0])
+    return [resize(x, shapes[0], None if scales is None else np.ravel(scales), a, opset)]
+
+
+# -- normalisation and activations of transformers -----------------------------------------------------------------
+@op("LayerNormalization")
+def _layer_norm(xs, a, opset, shapes):
+    """(x - mean) / sqrt(variance + epsilon) * scale + bias over the axes from ``axis`` on; the optional
+    outputs are the mean and the inverse standard deviation."""
+    x = _f32(xs[0])
+    axes = tuple(range(int(a.get("axis", -1)) % x.ndim, x.ndim))
+    mean = x.mean(axis=axes, keepdims=True)
+    inv = 1 / np.sqrt(((x - mean) ** 2).mean(axis=axes, keepdims=True) + x.dtype.type(forms.epsilon(a)))
+    y = (x - mean) * inv * _f32(xs[1])
+    if len(xs) > 2 and xs[2] is not None:
+        y = y + _f32(xs[2])
+    return [y, mean, inv][:len(shapes)]
+
+
+@op("Gelu", one_input=True)
+def _gelu(xs, a, opset, shapes):
+    """x * Phi(x): with the error function, or its tanh approximation (approximate='tanh')."""
+    x = _f32(xs[0])
+    t = x.dtype.type
+    if a.get("approximate", "none") == "tanh":
+        return [t(0.5) * x * (1 + np.tanh(t(np.sqrt(2 / np.pi)) * (x + t(0.044715) * x ** 3)))]
+    return [t(0.5) * x * (1 + _erf(x / t(np.sqrt(2))))]
+
+
+@op("Mish", one_input=True)
+def _mish(xs, a, opset, shapes):
+    x = _f32(xs[0])
+    return [x * np.tanh(np.logaddexp(x, 0).astype(x.dtype))]
+
+
+@op("Einsum")
+def _einsum(xs, a, opset, shapes):
+    """Einstein summation of one or two operands (a transformer's attention products)."""
+    if len(xs) > 2:
+        raise ValueError(f"an Einsum of {len(xs)} operands (the host takes one or two)")
+    return [np.einsum(str(a["equation"]), *(_f32(x) for x in xs)).astype(np.float32)]
 
 
 _INTEGERS = {code: np.dtype(kind).type for code, kind in ONNX_DTYPES.items() if np.dtype(kind).kind in "iu"}
