@@ -103,6 +103,15 @@ CASES = [
      13, {2: None}),
     ("Resize", [X4, np.array([1, 1, 2, 2], np.float32)], {"mode": "linear"}, 10, {1: None}),
     ("Upsample", [X4, np.array([1, 1, 2, 3], np.float32)], {"mode": "linear"}, 9, {1: None}),
+    # torch's 1-D modules (Conv1d, MaxPool1d, AvgPool1d) and PReLU
+    ("Conv", [X3 := rng.normal(size=(2, 4, 13)).astype(np.float32), rng.normal(size=(6, 2, 3)).astype(np.float32),
+              rng.normal(size=6).astype(np.float32)],
+     {"kernel_shape": [3], "strides": [2], "pads": [1, 2], "dilations": [2], "group": 2}, 13, {1: None, 2: None}),
+    ("MaxPool", [X3], {"kernel_shape": [3], "strides": [2], "pads": [1, 1]}, 13, {}),
+    ("AveragePool", [X3], {"kernel_shape": [4], "strides": [3], "pads": [2, 1], "count_include_pad": 1}, 13, {}),
+    ("AveragePool", [X3], {"kernel_shape": [2], "ceil_mode": 1}, 13, {}),
+    ("PRelu", [X4, rng.normal(size=(6, 1, 1)).astype(np.float32)], {}, 13, {1: None}),
+    ("PRelu", [X4, np.array([0.25], np.float32)], {}, 9, {1: None}),
     # what vision transformers and newer CNNs export
     ("LayerNormalization", [rng.normal(size=(2, 5, 8)).astype(np.float32), rng.normal(size=8).astype(np.float32),
                             rng.normal(size=8).astype(np.float32)], {"epsilon": 1e-5}, 17, {1: None, 2: None}),

@@ -250,7 +250,31 @@ def _pad2d(x: np.ndarray, pads: list[int], fill: float) -> np.ndarray:
     return np.pad(x, ((0, 0), (0, 0), (pads[0], pads[2]), (pads[1], pads[3])), constant_values=fill)
 
 
-@op("Conv")
+def _lifted(a: dict) -> dict:
+    """A 1-D window operator's attributes as the 2-D operator's over a height of 1."""
+    b = dict(a)
+    for key in ("kernel_shape", "strides", "dilations"):
+        if key in a:
+            b[key] = [1, *a[key]]
+    if "pads" in a:
+        b["pads"] = [0, a["pads"][0], 0, a["pads"][1]]
+    return b
+
+
+def _one_d(fn: Op) -> Op:
+    """The 2-D window operator ``fn`` also taking 1-D inputs ([N, C, L], weights [M, C/g, K]) as images of
+    height 1 (torch's Conv1d, MaxPool1d, AvgPool1d)."""
+    def apply(xs, a, opset, shapes):
+        if np.ndim(xs[0]) != 3:
+            return fn(xs, a, opset, shapes)
+        lifted = [None if x is None else np.asarray(x)[:, :, None, :] if k < 2 and np.ndim(x) == 3 else x
+                  for k, x in enumerate(xs)]
+        out = fn(lifted, _lifted(a), opset, [(s[0], s[1], 1, s[2]) if len(s) == 3 else s for s in shapes])
+        return [y[:, :, 0, :] for y in out]
+
+    return apply
+
+
 def _conv(xs, a, opset, shapes):
     x, w = _f32(xs[0]), _f32(xs[1])
     kernel = tuple(w.shape[2:])
@@ -269,6 +293,22 @@ def _conv(xs, a, opset, shapes):
     if len(xs) > 2 and xs[2] is not None:
         y += _f32(xs[2]).reshape(1, -1, 1, 1)
     return [y]
+
+
+op("Conv")(_one_d(_conv))
+
+
+@op("PRelu")
+def _prelu(xs, a, opset, shapes):
+    """x where x >= 0, else slope * x (the slope broadcast to x: one per channel, or one for all)."""
+    x, slope = _f32(xs[0]), _f32(xs[1])
+    try:
+        np.broadcast_shapes(slope.shape, x.shape)
+    except ValueError:  # torch's one slope per channel, which opset 6 took where broadcasting does not
+        if slope.ndim != 1 or x.ndim < 2 or slope.size != x.shape[1]:
+            raise
+        slope = slope.reshape((-1,) + (1,) * (x.ndim - 2))
+    return [np.where(x >= 0, x, x * slope).astype(x.dtype)]
 
 
 @op("ConvTranspose")
@@ -310,7 +350,6 @@ def _conv_transpose(xs, a, opset, shapes):
     return [np.ascontiguousarray(y)]
 
 
-@op("MaxPool", one_input=True)
 def _max_pool(xs, a, opset, shapes):
     x = _f32(xs[0])
     kernel = tuple(a["kernel_shape"])
@@ -319,7 +358,6 @@ def _max_pool(xs, a, opset, shapes):
     return [cols.max(axis=-1)]
 
 
-@op("AveragePool", one_input=True)
 def _average_pool(xs, a, opset, shapes):
     x = _f32(xs[0])
     kernel = tuple(a["kernel_shape"])
@@ -332,6 +370,10 @@ def _average_pool(xs, a, opset, shapes):
         pads = [0, 0, 0, 0]
     count = _patches(_pad2d(ones, pads, 0.0), kernel, strides, dilations, out_hw, 0.0).sum(axis=-1)
     return [total / np.maximum(count, 1)]
+
+
+op("MaxPool", one_input=True)(_one_d(_max_pool))
+op("AveragePool", one_input=True)(_one_d(_average_pool))
 
 
 @op("GlobalAveragePool", one_input=True)

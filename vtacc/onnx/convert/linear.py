@@ -37,6 +37,8 @@ def conv(lw: Lowering, node: Node) -> None:
     else:
         x = lw.activation(node, node.inputs[0])
     w = lw.weight(node, node.inputs[1])
+    if w.ndim != 4:
+        raise lw.fail(node, f"a {w.ndim - 2}-D convolution (VTA convolves NCHW images)")
     b = lw.const(node, node.inputs[2], "bias") if len(node.inputs) > 2 and node.inputs[2] else None
     window = forms.window(node.attrs, w.ndim - 2)
     if window.auto_pad != "NOTSET":

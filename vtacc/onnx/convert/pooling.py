@@ -16,6 +16,8 @@ def _pool(lw: Lowering, node: Node, kind: LayerKind) -> None:
     follows the last (more padding, or ceil_mode's partial windows) only sets the output's size, and a
     maximum ignores it (padding never wins). An average must be padded alike on every side."""
     x = lw.activation(node, node.inputs[0])
+    if len(lw.g.shapes[x]) != 4:
+        raise lw.fail(node, f"a pooling of a rank-{len(lw.g.shapes[x])} tensor (VTA pools NCHW images)")
     a = node.attrs
     kernel = list(a["kernel_shape"])
     if len(set(kernel)) != 1:

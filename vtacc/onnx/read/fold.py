@@ -48,6 +48,23 @@ def model_opset(model, name: str) -> int:
     return opset
 
 
+def upgraded(model, name: str):
+    """A model of an opset older than OPSETS (torch.onnx's older exports write opset 6) converted to the
+    first one the importer reads, by onnx's version converter (which rewrites what changed: broadcasting
+    attributes, BatchNormalization's and Dropout's training flags); the model as it is otherwise."""
+    versions = [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")]
+    if not versions or versions[0] >= OPSETS[0]:
+        return model
+    from onnx import version_converter
+
+    try:
+        return version_converter.convert_version(model, OPSETS[0])
+    except Exception as exc:  # the converter raises its own errors for what it cannot rewrite
+        raise ModelError(f"{name}: opset {versions[0]}; the importer reads opsets {OPSETS[0]} to {OPSETS[1]}, and "
+                         f"onnx's version converter could not bring it to {OPSETS[0]} "
+                         f"({' '.join(str(exc).split())[:160]})") from None
+
+
 def open_unset_dims(model) -> None:
     """Make every dimension the model stores as a number below 1 open: exporters write -1 (Paddle2ONNX) or 0
     for a dimension they leave to the runtime, where ONNX would leave it unset or name it."""

@@ -21,7 +21,7 @@ from vtasm import budget
 from vtasm.errors import ModelError, printable
 from vtasm.names import unique
 
-from .fold import FOLD_ONLY, fix_input_shapes, model_opset, open_inputs, static_model
+from .fold import FOLD_ONLY, fix_input_shapes, model_opset, open_inputs, static_model, upgraded
 from .validate import check_nodes, check_weights
 from .wire import read_model
 
@@ -116,6 +116,7 @@ def load_graph(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None
     except Exception as exc:  # the onnx package raises its own protobuf errors
         raise ModelError(f"{name}: not a readable ONNX model ({' '.join(str(exc).split())[:200]})") from None
     printable_names(model.graph)
+    model = upgraded(model, name)
     opset = model_opset(model, name)
     for k, n in enumerate(model.graph.node):  # unnamed nodes are named by their place in the file, before folding
         n.name = n.name or f"{n.op_type.lower()}_{k}"
