@@ -53,6 +53,7 @@ def build(name: str, size: int, seed: int = 0):
         model = torchvision.models.segmentation.lraspp_mobilenet_v3_large(weights=None, weights_backbone=None)
     elif name == "vit_b_16":
         model = torchvision.models.vit_b_16(weights=None, image_size=size)
+        torch.nn.init.normal_(model.heads.head.weight, std=0.02)  # torchvision starts it at zero: logits all 0
     elif name == "googlenet":
         model = torchvision.models.googlenet(weights=None, aux_logits=False, init_weights=True)
     else:
