@@ -75,11 +75,17 @@ def build(name: str, size: int, seed: int = 0):
     return model.eval()
 
 
-def export(model, size: int, path: Path, opset: int) -> None:
+def export(model, size: int, path: Path, opset: int, dynamo: bool = False) -> None:
+    """torch.onnx's TorchScript exporter, or with ``dynamo`` its torch.export-based default (which needs
+    onnxscript and writes the weights to an external data file beside the model)."""
     import torch
 
     x = torch.randn(1, 3, size, size)
-    torch.onnx.export(model, (x,), str(path), input_names=["image"], opset_version=opset, dynamo=False)
+    if dynamo:
+        torch.onnx.export(model, (x,), str(path), input_names=["image"], opset_version=opset, dynamo=True,
+                          external_data=True)
+    else:
+        torch.onnx.export(model, (x,), str(path), input_names=["image"], opset_version=opset, dynamo=False)
 
 
 def _sqnr(want: np.ndarray, got: np.ndarray) -> float:
@@ -104,7 +110,7 @@ def ort_int8(path: Path, calibration: np.ndarray, out: Path):
     return onnxruntime.InferenceSession(str(out), providers=["CPUExecutionProvider"])
 
 
-def run(name: str, size: int, opset: int, out: Path) -> dict:
+def run(name: str, size: int, opset: int, out: Path, dynamo: bool = False) -> dict:
     """Build, export, compile, run and check one architecture; the figures of its row."""
     import onnxruntime
 
@@ -118,7 +124,7 @@ def run(name: str, size: int, opset: int, out: Path) -> dict:
 
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{name}.onnx"
-    export(build(name, size), size, path, opset)
+    export(build(name, size), size, path, opset, dynamo)
     rng = np.random.default_rng(1)
     calibration = rng.normal(0, 1, (8, 3, size, size)).astype(np.float32)
     x = rng.normal(0, 1, (2, 3, size, size)).astype(np.float32)
@@ -153,6 +159,8 @@ def main() -> int:
     parser.add_argument("--opset", type=int, default=17)
     parser.add_argument("--out", type=Path, default=Path("out/torchvision"))
     parser.add_argument("--table", action="store_true")
+    parser.add_argument("--dynamo", action="store_true", help="torch.onnx's default exporter (torch.export; "
+                        "needs onnxscript; weights in an external data file), with --opset 18")
     args = parser.parse_args()
     try:
         import torch  # noqa: F401
@@ -167,7 +175,7 @@ def main() -> int:
     ok = True
     for name in args.names or ARCHITECTURES:
         try:
-            r = run(name, args.size, args.opset, args.out / name)
+            r = run(name, args.size, args.opset, args.out / name, args.dynamo)
         except Exception as exc:  # one architecture's failure is reported and the others still run
             print(f"{name}: FAILED: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}", flush=True)
             ok = False
