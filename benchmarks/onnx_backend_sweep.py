@@ -12,7 +12,6 @@ one line per model and a summary: how many run, how many run within 20 dB, and e
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 from collections import Counter
 from pathlib import Path
@@ -40,9 +39,11 @@ def _tensor(path: Path) -> np.ndarray:
 
 
 def _sqnr(want: np.ndarray, got: np.ndarray) -> float:
-    noise = float(np.sum((want.astype(np.float64) - got) ** 2))
-    signal = float(np.sum(want.astype(np.float64) ** 2))
-    return math.inf if noise == 0 else 10 * math.log10(signal / noise) if signal else -math.inf
+    """The SQNR of ``got`` against ``want``, as the import report measures it (vtacc.onnx.accuracy)."""
+    from vtacc.onnx.accuracy import sqnr_db
+
+    want = want.astype(np.float64)
+    return sqnr_db(float(np.sum(want * want)), float(np.sum((want - got) ** 2)))
 
 
 def sweep_one(folder: Path) -> tuple[str, str]:

@@ -22,7 +22,6 @@ One line per architecture (with --table, a row of docs/onnx.md's table).
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 from pathlib import Path
@@ -89,8 +88,11 @@ def export(model, size: int, path: Path, opset: int, dynamo: bool = False) -> No
 
 
 def _sqnr(want: np.ndarray, got: np.ndarray) -> float:
-    noise = float(np.sum((want.astype(np.float64) - got) ** 2))
-    return math.inf if noise == 0 else 10 * math.log10(float(np.sum(want.astype(np.float64) ** 2)) / noise)
+    """The SQNR of ``got`` against ``want``, as the import report measures it (vtacc.onnx.accuracy)."""
+    from vtacc.onnx.accuracy import sqnr_db
+
+    want = want.astype(np.float64)
+    return sqnr_db(float(np.sum(want * want)), float(np.sum((want - got) ** 2)))
 
 
 def ort_int8(path: Path, calibration: np.ndarray, out: Path):

@@ -24,3 +24,9 @@ def save_model(path: Path, nodes: list, inputs: list, outputs: list, initializer
 
 def tensor(name: str, shape: list) -> onnx.ValueInfoProto:
     return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def sqnr(want: np.ndarray, got: np.ndarray) -> float:
+    """10 log10(sum want^2 / sum (want - got)^2), in float64: how close ``got`` is to the reference ``want``."""
+    want = np.asarray(want, dtype=np.float64)
+    return float(10 * np.log10(np.sum(want**2) / max(np.sum((want - got) ** 2), 1e-30)))

@@ -19,7 +19,7 @@ from vtasim.host.quant import dequantise
 from vtasm.config import default_config
 from vtasm.errors import ModelError
 
-from .models import save_model, tensor
+from .models import save_model, sqnr, tensor
 
 RNG = np.random.default_rng(38)
 n = helper.make_node
@@ -28,9 +28,6 @@ n = helper.make_node
 def _w(*shape, scale=0.3):
     return RNG.normal(0, scale, shape).astype(np.float32)
 
-
-def _sqnr(want: np.ndarray, got: np.ndarray) -> float:
-    return float(10 * np.log10(np.sum(want.astype(np.float64) ** 2) / max(np.sum((want - got) ** 2), 1e-30)))
 
 
 def _run_both(path, model, x: np.ndarray, output: str = "y") -> np.ndarray:
@@ -42,7 +39,7 @@ def _run_both(path, model, x: np.ndarray, output: str = "y") -> np.ndarray:
     session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     want = session.run(None, {"x": x})[0]
     assert got.shape == want.shape  # the shape the model declares
-    assert _sqnr(want, dequantise(got, model.network.tensors[output].exp)) > 20
+    assert sqnr(want, dequantise(got, model.network.tensors[output].exp)) > 20
     return got
 
 
@@ -130,4 +127,4 @@ def test_older_torch_exports_of_opset_6_are_upgraded_and_run(name):
     except VtaError as exc:
         pytest.fail(f"{name}: {exc.message}")
     got = api.run(model.network, x)[model.network.outputs[0]]
-    assert _sqnr(want, got.reshape(want.shape)) > 25
+    assert sqnr(want, got.reshape(want.shape)) > 25

@@ -19,7 +19,7 @@ from vtasim.host.quant import dequantise
 from vtasm.config import default_config
 from vtasm.formats.network import load_network, read_network, write_network
 
-from .models import save_model, tensor
+from .models import save_model, sqnr, tensor
 
 RNG = np.random.default_rng(3)
 
@@ -51,9 +51,6 @@ def _model(tmp_path):
     return path, cal
 
 
-def _sqnr(want: np.ndarray, got: np.ndarray) -> float:
-    return float(10 * np.log10(np.sum(want.astype(np.float64) ** 2) / max(np.sum((want - got) ** 2), 1e-30)))
-
 
 def test_host_steps_between_vta_launches_are_bit_exact_with_numpy(tmp_path):
     path, cal = _model(tmp_path)
@@ -73,7 +70,7 @@ def test_host_steps_between_vta_launches_are_bit_exact_with_numpy(tmp_path):
     assert np.array_equal(floats["logits"], dequantise(got["logits"], net.tensors["logits"].exp))
     session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     ref = np.concatenate([session.run(["logits"], {"x": x[k:k + 1]})[0] for k in range(5)])
-    assert _sqnr(ref, floats["logits"]) > 20
+    assert sqnr(ref, floats["logits"]) > 20
 
 
 def test_vtasim_runs_the_network_file_from_float_input(tmp_path):
@@ -258,7 +255,7 @@ def test_pad_before_a_conv_the_host_computes(tmp_path):
     got = api.run(model.network, x, int8=True)["y"]
     assert np.array_equal(got, run_int8(qnet, qnet.quantise_input(x))["y"])
     session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
-    assert _sqnr(session.run(None, {"x": x})[0], dequantise(got, model.network.tensors["y"].exp)) > 30
+    assert sqnr(session.run(None, {"x": x})[0], dequantise(got, model.network.tensors["y"].exp)) > 30
 
 
 def test_mobilenet_v3_block_hard_swish_and_squeeze_excite(tmp_path):
@@ -288,4 +285,4 @@ def test_mobilenet_v3_block_hard_swish_and_squeeze_excite(tmp_path):
         assert np.array_equal(got[k:k + 1], run_int8(qnet, qnet.quantise_input(x[k:k + 1]))["y"])
     session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     want = np.concatenate([session.run(None, {"x": x[k:k + 1]})[0] for k in range(3)])
-    assert _sqnr(want, dequantise(got, model.network.tensors["y"].exp)) > 20
+    assert sqnr(want, dequantise(got, model.network.tensors["y"].exp)) > 20

@@ -13,14 +13,11 @@ from vtasim import api
 from vtasim.host.quant import dequantise
 from vtasm.config import default_config
 
-from .models import save_model, tensor
+from .models import save_model, sqnr, tensor
 
 RNG = np.random.default_rng(380)
 n = helper.make_node
 
-
-def _sqnr(want: np.ndarray, got: np.ndarray) -> float:
-    return float(10 * np.log10(np.sum(want.astype(np.float64) ** 2) / max(np.sum((want - got) ** 2), 1e-30)))
 
 
 def _check(path, model, x: np.ndarray) -> float:
@@ -29,7 +26,7 @@ def _check(path, model, x: np.ndarray) -> float:
     got = api.run(model.network, x, int8=True)["y"]
     assert np.array_equal(got, run_int8(qnet, qnet.quantise_input(x))["y"])
     want = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
-    return _sqnr(want, dequantise(got, model.network.tensors["y"].exp))
+    return sqnr(want, dequantise(got, model.network.tensors["y"].exp))
 
 
 def test_an_add_of_scales_far_apart_keeps_its_sqnr_and_says_so(tmp_path):

@@ -12,6 +12,8 @@ _ROUNDING = {"floor": np.floor, "ceil": np.ceil, "round_prefer_ceil": lambda v: 
 
 def source_coordinates(n_in: int, n_out: int, scale: float, transform: str) -> np.ndarray:
     """For each output index along an axis, the input coordinate it maps to."""
+    if not (np.isfinite(scale) and scale > 0):
+        raise ValueError(f"a scale of {scale} (scales are positive numbers)")
     o = np.arange(n_out, dtype=np.float64)
     if transform == "asymmetric":
         return o / scale

@@ -39,10 +39,14 @@ BY_INPUTS = frozenset({"Shape", "Size", "Gather", "Slice", "Cast", "CastLike", "
 PASSES = 16  # inference and folding alternate until nothing changes (a Shape folds once its input's is known)
 
 
+def _default_opset(model) -> int | None:
+    """The model's opset of the default domain, None when it names none."""
+    return next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), None)
+
+
 def model_opset(model, name: str) -> int:
     """The model's default-domain opset, refused outside OPSETS."""
-    versions = [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")]
-    opset = versions[0] if versions else 1
+    opset = _default_opset(model) or 1
     if not OPSETS[0] <= opset <= OPSETS[1]:
         raise ModelError(f"{name}: opset {opset}; the importer reads opsets {OPSETS[0]} to {OPSETS[1]}")
     return opset
@@ -52,15 +56,15 @@ def upgraded(model, name: str):
     """A model of an opset older than OPSETS (torch.onnx's older exports write opset 6) converted to the
     first one the importer reads, by onnx's version converter (which rewrites what changed: broadcasting
     attributes, BatchNormalization's and Dropout's training flags); the model as it is otherwise."""
-    versions = [o.version for o in model.opset_import if o.domain in ("", "ai.onnx")]
-    if not versions or versions[0] >= OPSETS[0]:
+    opset = _default_opset(model)
+    if opset is None or opset >= OPSETS[0]:
         return model
     from onnx import version_converter
 
     try:
         return version_converter.convert_version(model, OPSETS[0])
     except Exception as exc:  # the converter raises its own errors for what it cannot rewrite
-        raise ModelError(f"{name}: opset {versions[0]}; the importer reads opsets {OPSETS[0]} to {OPSETS[1]}, and "
+        raise ModelError(f"{name}: opset {opset}; the importer reads opsets {OPSETS[0]} to {OPSETS[1]}, and "
                          f"onnx's version converter could not bring it to {OPSETS[0]} "
                          f"({' '.join(str(exc).split())[:160]})") from None
 
