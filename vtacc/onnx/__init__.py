@@ -28,7 +28,7 @@ from .emit import emit_vk
 from .kinds import layer_macs
 from .partition import Part, partition
 from .quantise import quantise
-from .quantised import QuantisedNetwork
+from .quantised import QuantisedNetwork, shown_scale
 from .read.graph import load_graph
 
 
@@ -62,10 +62,7 @@ class Imported:
                  f"output '{q.network.output}' scale 2^{q.output_exp}"]
         for layer in q.layers:
             seen = q.ranges.get(layer.layer.output)
-            weights = ""
-            if layer.w_exps is not None:
-                lo, hi = int(layer.w_exps.min()), int(layer.w_exps.max())
-                weights = f", weights 2^{lo}" + (f"..2^{hi}" if lo != hi else "")
+            weights = f", weights {layer.weight_scales()}" if layer.w_exps is not None else ""
             shift = "" if layer.kind not in (LayerKind.CONV, LayerKind.DENSE) else (
                 f", shift {int(layer.shift)}" if np.ndim(layer.shift) == 0 else
                 f", shifts {int(np.min(layer.shift))}..{int(np.max(layer.shift))}")
@@ -75,7 +72,8 @@ class Imported:
                 ", exact" if db is not None else "")
             kind = str(layer.kind) if layer.kind != LayerKind.HOST else f"host {layer.layer.node.op}"
             why = f" ({layer.layer.reason})" if layer.kind == LayerKind.HOST else ""
-            lines.append(f"  {layer.name:<16} {kind:<8} out 2^{layer.out_exp}{weights}{shift}{rng}{why}")
+            out = shown_scale(layer.out_mant, layer.out_exp)
+            lines.append(f"  {layer.name:<16} {kind:<8} out {out}{weights}{shift}{rng}{why}")
         lines += [f"  note: {n}" for n in q.notes]
         lines += self.verdicts()
         lines.append(self.placement())

@@ -45,7 +45,7 @@ def measure(qnet: QuantisedNetwork, data: np.ndarray, samples: int = SAMPLES) ->
             if t == net.input or t not in want or t not in qnet.exps:
                 continue
             f = want[t].reshape(q.shape).astype(np.float64)  # squares of float32 values can overflow it
-            err = f - dequantise(q, qnet.exps[t], np.float64)
+            err = f - dequantise(q, qnet.exps[t], np.float64) * qnet.mantissas.get(t, 1.0)
             signal[t] = signal.get(t, 0.0) + float(np.sum(f * f))
             noise[t] = noise.get(t, 0.0) + float(np.sum(err * err))
             if t in qnet.clipped:
@@ -56,7 +56,7 @@ def measure(qnet: QuantisedNetwork, data: np.ndarray, samples: int = SAMPLES) ->
 def _output_checks(qnet: QuantisedNetwork, t: str, f: np.ndarray, q: np.ndarray) -> None:
     """Count an output's values beyond its int8 range and, for class scores, the inputs whose top class
     the int8 network keeps."""
-    qnet.clipped[t] += int(np.sum(np.abs(f) > 127.5 * 2.0 ** qnet.exps[t]))
+    qnet.clipped[t] += int(np.sum(np.abs(f) > 127.5 * qnet.scale(t)))
     rows = f.reshape(f.shape[0], -1) if f.ndim >= 2 else None
     if rows is not None and rows.shape[1] > 1 and f.shape[1] == rows.shape[1]:
         agree = int(np.sum(np.argmax(rows, axis=1) == np.argmax(q.reshape(rows.shape), axis=1)))

@@ -21,6 +21,7 @@ from .quantised import exponent_for
 BINS = 8  # per octave
 LOW = -64  # log2 of the smallest magnitude binned (smaller ones count in the first bin)
 OCTAVES = 128
+CENTRES = 2.0 ** (LOW + (np.arange(OCTAVES * BINS) + 0.5) / BINS)  # each bin's magnitude
 
 
 @dataclass
@@ -38,23 +39,27 @@ class Statistics:
         index = np.clip(np.floor((np.log2(a) - LOW) * BINS), 0, OCTAVES * BINS - 1).astype(np.int64)
         self.counts += np.bincount(index, minlength=OCTAVES * BINS)
 
-    def error(self, exp: int) -> float:
-        """The squared error, summed over the values seen, of int8 at scale 2**exp."""
-        centres = 2.0 ** (LOW + (np.arange(OCTAVES * BINS) + 0.5) / BINS)
-        step = 2.0**exp
+    def error(self, exp: int, mantissa: float = 1.0) -> float:
+        """The squared error, summed over the values seen, of int8 at scale mantissa * 2**exp."""
+        step = mantissa * 2.0**exp
         limit = 127 * step
-        err = np.where(centres > limit, (centres - limit) ** 2, np.minimum(centres**2, step * step / 12))
+        err = np.where(CENTRES > limit, (CENTRES - limit) ** 2, np.minimum(CENTRES**2, step * step / 12))
         return float(np.sum(self.counts * err))
 
-    def exponent(self, method: str) -> int:
-        """The scale's exponent: "max" holds the largest value; "mse" has the least error of that one and
-        the two finer ones (a finer scale wins only when it is clearly better)."""
-        top = exponent_for(self.largest)
+    @property
+    def energy(self) -> float:
+        """The sum of the squares of the values seen (as the histogram places them)."""
+        return float(np.sum(self.counts * CENTRES**2))
+
+    def exponent(self, method: str, mantissa: float = 1.0) -> int:
+        """The exponent of the scale mantissa * 2**e: "max" holds the largest value; "mse" has the least
+        error of that one and the two finer ones (a finer scale wins only when it is clearly better)."""
+        top = exponent_for(self.largest / mantissa)
         if method == "max" or not self.counts.any():
             return top
-        best, best_err = top, self.error(top)
+        best, best_err = top, self.error(top, mantissa)
         for exp in (top - 1, top - 2):
-            err = self.error(exp)
+            err = self.error(exp, mantissa)
             if err < 0.9 * best_err:
                 best, best_err = exp, err
         return best

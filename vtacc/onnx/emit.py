@@ -20,16 +20,16 @@ from .kinds import rules
 from .kinds.product import product_kernel
 from .kinds.rules import Param, bounded, int8_type
 from .partition import Part
-from .quantised import QLayer, QuantisedNetwork
+from .quantised import QLayer, QuantisedNetwork, shown_scale
 
 
 def _describe(q: QLayer, qnet: QuantisedNetwork) -> str:
     layer = q.layer
-    ins = ", ".join(f"2^{e}" for e in q.in_exps)
-    text = f"# {layer.name}: {' + '.join(layer.sources)}; input scale {ins}, output 2^{q.out_exp}"
+    ins = ", ".join(shown_scale(q.in_mant(k), e) for k, e in enumerate(q.in_exps))
+    out = shown_scale(q.out_mant, q.out_exp)
+    text = f"# {layer.name}: {' + '.join(layer.sources)}; input scale {ins}, output {out}"
     if q.w_exps is not None:
-        lo, hi = int(q.w_exps.min()), int(q.w_exps.max())
-        text += f", weights 2^{lo}" + (f"..2^{hi} per channel" if lo != hi else "")
+        text += f", weights {q.weight_scales()}" + (" per channel" if q.w_exps.min() != q.w_exps.max() else "")
     seen = qnet.ranges.get(layer.output)
     if seen is not None:
         text += f"; calibration range +-{seen:.4g}"
@@ -173,7 +173,7 @@ def emit_vk(qnet: QuantisedNetwork, part: Part | None = None) -> tuple[str, dict
     outs = list(net.outputs) if part is None else part.outputs
     scales = ", ".join(f"'{t}' at scale 2^{qnet.exps[t]}" for t in ins)
     results = ", ".join(f"'{t}' at scale 2^{qnet.exps[t]}" for t in outs)
-    texts = [f"# {net.name}, imported by vtacc: int8 with power-of-two scales (every requantisation a shift)\n"
+    texts = [f"# {net.name}, imported by vtacc: int8 (every requantisation a shift)\n"
              f"# input {scales}, output {results}\n"]
     texts += [f"# note: {note}\n" for note in qnet.notes]
     values: dict[str, np.ndarray] = {}

@@ -1,5 +1,6 @@
 """Where each layer runs: maximal runs of consecutive VTA layers become one VTA launch, runs of host
-layers one host step; the tensors crossing between them are int8 at their power-of-two scales."""
+layers one host step; the tensors crossing between them are int8 at their power-of-two scales (mantissa 1:
+quantise.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from dataclasses import dataclass
 
 from vtasm.formats.network import HostStep, NetTensor, Side
 
-from .convert import LayerKind
+from .convert import Layer, LayerKind
 from .quantised import QLayer, QuantisedNetwork
 
 
@@ -25,14 +26,32 @@ def _reads(q: QLayer) -> list[str]:
     return list(q.layer.inputs)
 
 
+def runs(kinds: list[LayerKind]) -> list[int]:
+    """Each layer's run: maximal stretches of consecutive layers on one side (VTA or the host), numbered."""
+    numbers: list[int] = []
+    for k, kind in enumerate(kinds):
+        same = k > 0 and (kinds[k - 1] == LayerKind.HOST) == (kind == LayerKind.HOST)
+        numbers.append(numbers[-1] if same else (numbers[-1] + 1 if numbers else 0))
+    return numbers
+
+
+def crossing(layers: list[Layer]) -> set[str]:
+    """The tensors a run of layers writes and another reads: what passes between the parts."""
+    home: dict[str, int] = {}
+    seen: set[str] = set()
+    for layer, run in zip(layers, runs([layer.kind for layer in layers]), strict=True):
+        seen.update(t for t in layer.inputs if t in home and home[t] != run)
+        home.update({t: run for t in layer.outputs if t})
+    return seen
+
+
 def partition(qnet: QuantisedNetwork) -> list[Part]:
     """The network's layers split where they change sides (one part when VTA computes everything)."""
     groups: list[list[QLayer]] = []
-    for q in qnet.layers:
-        if groups and (groups[-1][0].kind == LayerKind.HOST) == (q.kind == LayerKind.HOST):
-            groups[-1].append(q)
-        else:
-            groups.append([q])
+    for q, run in zip(qnet.layers, runs([q.kind for q in qnet.layers]), strict=True):
+        if run == len(groups):
+            groups.append([])
+        groups[run].append(q)
     home: dict[str, int] = {}
     for k, group in enumerate(groups):
         for q in group:
@@ -73,4 +92,5 @@ def net_tensors(qnet: QuantisedNetwork, parts: list[Part]) -> dict[str, NetTenso
     """Every tensor passed between parts or in and out of the model, with its shape and scale."""
     net = qnet.network
     names = [net.input] + [t for p in parts for t in p.inputs + p.outputs] + list(net.outputs)
+    assert not any(t in qnet.mantissas for t in names), "a tensor the host converts has a mantissa (quantise.py)"
     return {t: NetTensor(t, net.shapes[t], qnet.exps[t]) for t in dict.fromkeys(names)}

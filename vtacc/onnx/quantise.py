@@ -1,13 +1,19 @@
 """Float layers -> int8 layers whose every rescaling is a shift.
 
-Every activation tensor gets a power-of-two scale 2**e, chosen so that the
-largest magnitude seen on the calibration inputs fits int8 (or taken from
-the model's QuantizeLinear scale, rounded to a power of two). Weights get one
-power-of-two scale per output channel; a convolution's accumulator then has
-scale 2**(e_x + e_w[c]) and its requantisation to the output is a right shift
-by e_y - e_x - e_w[c] (per channel when they differ). The rounding constant
-2**(shift-1) rides along in the int32 bias. Pooling, averages, ReLUs and
-concatenations keep their input's scale, so the tensors they join share one.
+Every activation tensor gets a scale m * 2**e. Pooling, averages, ReLUs and
+concatenations keep their input's scale, so the tensors they join share one;
+an addition aligns its inputs by shifts, so its inputs and output share the
+mantissa m. Each such group's mantissa (one of 16 steps of an octave) and
+exponents are those with the least squared error on the calibration inputs
+(each tensor's relative to its own energy): a tensor whose range falls just
+past a power of two no longer gives up nearly a bit. The tensors the host
+converts (the model's input and outputs, host nodes' inputs and outputs) keep
+m = 1, their exponents in the network file; a QuantizeLinear scale is rounded
+to a power of two. Weights get one scale per output channel, m_y / m_x times
+a power of two, so that a convolution's accumulator has scale
+m_y * 2**(e_x + e_w[c]) and its requantisation to the output is a right
+shift by e_y - e_x - e_w[c] (per channel when they differ). The rounding
+constant 2**(shift-1) rides along in the int32 bias.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from vtasm.formats.network import EXP_LIMIT
 from .calibrate import Statistics, calibrate
 from .convert import Layer, LayerKind, Network
 from .kinds import rules
+from .partition import crossing
 from .quantised import CoarserOutput, QLayer, QuantisedNetwork, exponent_for
 
 
@@ -57,30 +64,32 @@ def quantise(net: Network, calibration: np.ndarray | None, method: str = "mse", 
     if calibration is not None:
         stats, sample = calibrate(net, calibration, keep)
     ranges = {t: s.largest for t, s in stats.items()}
-    raw: dict[str, int] = {}
-    for t in tensors:
-        if t in net.hints:
-            exact = math.log2(net.hints[t])
-            raw[t] = round(exact)
-            if abs(exact - raw[t]) > 1e-9:
-                error = abs(2.0 ** raw[t] / net.hints[t] - 1)
-                notes.append(f"tensor '{t}': scale {net.hints[t]:.6g} is not a power of two; using 2^{raw[t]} "
-                             f"({error:.1%} off)")
-        elif t in stats:  # the input and the outputs hold their whole calibration range: nothing clips
-            raw[t] = exponent_for(ranges[t]) if t == net.input or t in net.outputs else stats[t].exponent(method)
-        else:
-            raise ModelError(f"{net.name}: tensor '{t}' has no scale: the model is not fully quantised "
-                             "(QuantizeLinear/DequantizeLinear), so give calibration inputs (--calibrate data.npy)")
-    ties = _Ties()
+    ties, groups = _Ties(), _Ties()  # tensors that share a scale; tensors that share a mantissa
     for layer in net.layers:
-        if layer.kind != LayerKind.HOST and rules(layer.kind).keeps_scale:
+        if layer.kind != LayerKind.HOST and (rules(layer.kind).keeps_scale or layer.kind == LayerKind.ADD):
             for t in layer.inputs:
-                ties.join(t, layer.output)
-    shared: dict[str, int] = {}
+                groups.join(t, layer.output)
+                if rules(layer.kind).keeps_scale:
+                    ties.join(t, layer.output)
+    fixed = {groups.find(t) for t in _host_converted(net)}
     for t in tensors:
-        root = ties.find(t)
-        shared[root] = max(shared.get(root, raw[t]), raw[t])
-    exps = {t: shared[ties.find(t)] for t in tensors}
+        if t in net.hints or t not in stats:
+            fixed.add(groups.find(t))
+    members: dict[str, list[str]] = {}
+    for t in tensors:
+        members.setdefault(groups.find(t), []).append(t)
+    exps: dict[str, int] = {}
+    mantissas: dict[str, float] = {}
+    for root, group in members.items():
+        if root in fixed:
+            raw = {t: _hinted_exponent(net, t, notes) if t in net.hints else _exponent(net, t, stats, method)
+                   for t in group}
+            exps.update(_shared(group, raw, ties))
+            continue
+        mantissa, chosen = min((_cost(group, m, stats, method, ties, net) for m in MANTISSAS), key=lambda c: c[0])[1:]
+        exps.update(chosen)
+        if mantissa != 1.0:
+            mantissas.update(dict.fromkeys(group, mantissa))
     for t, e in exps.items():
         if abs(e) > EXP_LIMIT:
             producer = next((layer for layer in net.layers if t in layer.outputs), None)
@@ -92,13 +101,67 @@ def quantise(net: Network, calibration: np.ndarray | None, method: str = "mse", 
     used: set[str] = set()  # tensors the layers quantised so far read or write: their scales are final
     for layer in net.layers:
         try:
-            q = _quantise_layer(layer, exps, net.shapes, notes)
+            q = _quantise_layer(layer, exps, mantissas, net.shapes, notes)
         except CoarserOutput as need:
             _coarser_output(net, layer, exps, ties, used, need.exponent, notes)
-            q = _quantise_layer(layer, exps, net.shapes, notes)
+            q = _quantise_layer(layer, exps, mantissas, net.shapes, notes)
         layers.append(q)
         used.update(layer.inputs + layer.outputs)
-    return QuantisedNetwork(net, layers, exps, ranges, notes, float_sample=sample)
+    return QuantisedNetwork(net, layers, exps, ranges, notes, float_sample=sample, mantissas=mantissas)
+
+
+MANTISSAS = tuple(2.0 ** (k / 16) for k in range(16))  # the candidates for a group's mantissa
+
+
+def _host_converted(net: Network) -> set[str]:
+    """The tensors the host converts between int8 and float or passes between steps: the model's input and
+    outputs, every tensor a host node reads or writes and every one crossing between a network file's steps
+    (their scales are powers of two: the network file holds exponents)."""
+    seen = {net.input, *net.outputs} | crossing(net.layers)
+    for layer in net.layers:
+        if layer.kind == LayerKind.HOST:
+            seen.update(layer.inputs)
+            seen.update(t for t in layer.outputs if t)
+    return seen
+
+
+def _hinted_exponent(net: Network, t: str, notes: list[str]) -> int:
+    """The power of two nearest a QuantizeLinear scale, noted when it is not one."""
+    exact = math.log2(net.hints[t])
+    e = round(exact)
+    if abs(exact - e) > 1e-9:
+        error = abs(2.0**e / net.hints[t] - 1)
+        notes.append(f"tensor '{t}': scale {net.hints[t]:.6g} is not a power of two; using 2^{e} ({error:.1%} off)")
+    return e
+
+
+def _exponent(net: Network, t: str, stats: dict[str, Statistics], method: str, mantissa: float = 1.0) -> int:
+    """A tensor's exponent at ``mantissa`` from its calibration statistics: the input and the outputs hold
+    their whole calibration range (nothing clips), the others as ``method`` says."""
+    if t not in stats:
+        raise ModelError(f"{net.name}: tensor '{t}' has no scale: the model is not fully quantised "
+                         "(QuantizeLinear/DequantizeLinear), so give calibration inputs (--calibrate data.npy)")
+    if t == net.input or t in net.outputs:
+        return exponent_for(stats[t].largest / mantissa)
+    return stats[t].exponent(method, mantissa)
+
+
+def _shared(group: list[str], raw: dict[str, int], ties: _Ties) -> dict[str, int]:
+    """Each tensor's exponent, the coarsest of the tensors it shares its scale with (nothing they hold clips)."""
+    top: dict[str, int] = {}
+    for t in group:
+        root = ties.find(t)
+        top[root] = max(top.get(root, raw[t]), raw[t])
+    return {t: top[ties.find(t)] for t in group}
+
+
+def _cost(group: list[str], mantissa: float, stats: dict[str, Statistics], method: str, ties: _Ties,
+          net: Network) -> tuple[float, float, dict[str, int]]:
+    """The group's error at ``mantissa`` (each tensor's squared error relative to its own energy, summed),
+    the mantissa and the exponents it gives."""
+    chosen = _shared(group, {t: _exponent(net, t, stats, method, mantissa) for t in group}, ties)
+    cost = sum(stats[t].error(e, mantissa) / stats[t].energy for t, e in chosen.items() if stats[t].energy > 0)
+    return cost, mantissa, chosen
 
 
 def _coarser_output(net: Network, layer: Layer, exps: dict[str, int], ties: _Ties, used: set[str], exponent: int,
@@ -117,18 +180,18 @@ def _coarser_output(net: Network, layer: Layer, exps: dict[str, int], ties: _Tie
                  "would only add zero bits)")
 
 
-def _bounds(layer: Layer, e: int) -> tuple[int, int]:
-    scale = 2.0 ** e
+def _bounds(layer: Layer, scale: float) -> tuple[int, int]:
     low = -128 if layer.low == -math.inf else max(-128, min(127, math.ceil(layer.low / scale - 1e-9)))
     high = 127 if layer.high == math.inf else max(-128, min(127, math.floor(layer.high / scale + 1e-9)))
     return low, high
 
 
-def _quantise_layer(layer: Layer, exps: dict[str, int], shapes: dict[str, tuple[int, ...]],
-                    notes: list[str]) -> QLayer:
-    e_y = exps[layer.output]
-    low, high = _bounds(layer, e_y)
-    q = QLayer(layer, [exps[t] for t in layer.inputs], e_y, low=low, high=high)
+def _quantise_layer(layer: Layer, exps: dict[str, int], mantissas: dict[str, float],
+                    shapes: dict[str, tuple[int, ...]], notes: list[str]) -> QLayer:
+    e_y, m_y = exps[layer.output], mantissas.get(layer.output, 1.0)
+    low, high = _bounds(layer, m_y * 2.0**e_y)
+    q = QLayer(layer, [exps[t] for t in layer.inputs], e_y, [mantissas.get(t, 1.0) for t in layer.inputs], m_y,
+               low=low, high=high)
     if layer.kind != LayerKind.HOST:  # a host node computes in float32 between its input and output scales
         rules(layer.kind).quantise(q, shapes, notes)
     return q

@@ -1,4 +1,9 @@
-"""The quantised network: int8 layers with power-of-two scales (what quantise.py makes from float layers)."""
+"""The quantised network: int8 layers (what quantise.py makes from float layers).
+
+A tensor's scale is m * 2**e: the exponent e, and a mantissa m in [1, 2) shared by every tensor its
+layers tie it to (1 for the tensors the host converts: the model's input and outputs, host nodes' inputs
+and outputs). Every rescaling VTA makes is a shift: the mantissas only change which int8 weights and
+biases a layer holds."""
 
 from __future__ import annotations
 
@@ -19,6 +24,8 @@ class QLayer:
     layer: Layer
     in_exps: list[int]
     out_exp: int
+    in_mants: list[float] = field(default_factory=list)  # each input scale's mantissa (none given: 1)
+    out_mant: float = 1.0
     weight: np.ndarray | None = None  # int8
     bias: np.ndarray | None = None  # int32, the rounding constant included
     shift: np.ndarray | int = 0  # conv/dense: right shift, one per output channel or one for all
@@ -30,6 +37,21 @@ class QLayer:
     @property
     def name(self) -> str:
         return self.layer.name
+
+    @property
+    def out_scale(self) -> float:
+        return self.out_mant * 2.0**self.out_exp
+
+    def in_mant(self, k: int) -> float:
+        return self.in_mants[k] if self.in_mants else 1.0
+
+    def weight_scales(self) -> str:
+        """The weights' scales as the reports print them ("" for a layer without weights)."""
+        if self.w_exps is None:
+            return ""
+        ratio = self.out_mant / self.in_mant(0)
+        lo, hi = int(self.w_exps.min()), int(self.w_exps.max())
+        return shown_scale(ratio, lo) + (f"..{shown_scale(ratio, hi)}" if lo != hi else "")
 
     @property
     def kind(self) -> LayerKind:
@@ -49,6 +71,11 @@ class QuantisedNetwork:
     float_sample: dict[str, np.ndarray] | None = None  # the float activations of the first inputs, if kept
     top1: dict[str, tuple[int, int]] = field(default_factory=dict)  # class-score output -> (agree, inputs)
     clipped: dict[str, int] = field(default_factory=dict)  # output -> float values beyond its int8 range
+    mantissas: dict[str, float] = field(default_factory=dict)  # tensor -> its scale's mantissa (absent: 1)
+
+    def scale(self, t: str) -> float:
+        """Tensor ``t``'s scale: its mantissa times 2 to its exponent."""
+        return self.mantissas.get(t, 1.0) * 2.0 ** self.exps[t]
 
     @property
     def input_exp(self) -> int:
@@ -73,6 +100,11 @@ class CoarserOutput(Exception):
     def __init__(self, exponent: int):
         super().__init__(exponent)
         self.exponent = exponent
+
+
+def shown_scale(mantissa: float, exp: int) -> str:
+    """A scale as the reports print it: 2^e, or m*2^e with m to three decimals."""
+    return f"2^{exp}" if mantissa == 1.0 else f"{mantissa:.3f}*2^{exp}"
 
 
 def exponent_for(magnitude: float) -> int:

@@ -74,17 +74,17 @@ def quantise_product(q: QLayer, shapes: dict[str, tuple[int, ...]], notes: list[
                          f"({abs(approx / layer.alpha - 1):.2%} off)")
 
 
-def weight_exponents(rows: np.ndarray) -> np.ndarray:
-    """Per output channel (row), the power-of-two scale with the least squared error of its int8 weights:
+def weight_exponents(rows: np.ndarray, factor: float = 1.0) -> np.ndarray:
+    """Per output channel (row), the scale factor * 2**e with the least squared error of its int8 weights:
     the finest that holds the largest weight, or the next finer one when clipping that weight costs less
     than the rounding it saves."""
-    top = np.array([exponent_for(max(-lo, hi)) for lo, hi in zip(_by_rows(rows, np.min).tolist(),
+    top = np.array([exponent_for(max(-lo, hi) / factor) for lo, hi in zip(_by_rows(rows, np.min).tolist(),
                                                                     _by_rows(rows, np.max).tolist(), strict=True)],
                    dtype=np.int64)
 
     def error(exps: np.ndarray) -> np.ndarray:
         def squared(part: np.ndarray, lo: int) -> np.ndarray:
-            step = 2.0 ** exps[lo : lo + len(part), None]
+            step = factor * 2.0 ** exps[lo : lo + len(part), None]
             t = part / step
             np.rint(t, out=t)
             np.clip(t, -128, 127, out=t)
@@ -109,10 +109,13 @@ def _by_rows(rows: np.ndarray, reduce, with_start: bool = False) -> np.ndarray:
 
 
 def _quantise_weights(q: QLayer, notes: list[str]) -> None:
+    """Weights at scale (m_y / m_x) * 2**e_w[c]: the accumulator's scale is then m_y * 2**(e_x + e_w[c]),
+    the output's mantissa times a power of two, and the requantisation a right shift."""
     layer = q.layer
     e_x, e_y = q.in_exps[0], q.out_exp
+    ratio = q.out_mant / q.in_mant(0)
     w = layer.weight
-    w_exps = weight_exponents(w.reshape(w.shape[0], -1))
+    w_exps = weight_exponents(w.reshape(w.shape[0], -1), ratio)
     shifts = e_y - e_x - w_exps
     if np.any(shifts < 0):  # the quantiser gives the output its accumulator's scale instead (quantise.py)
         raise CoarserOutput(e_x + int(w_exps.max()))
@@ -126,10 +129,10 @@ def _quantise_weights(q: QLayer, notes: list[str]) -> None:
     q.weight = np.empty(w.shape, dtype=np.int8)
     step = max(1, ROW_BLOCK_ELEMENTS // max(w[0].size, 1))
     for lo in range(0, len(w), step):  # a block of output channels at a time
-        q.weight[lo : lo + step] = np.clip(np.rint(w[lo : lo + step] * 2.0 ** -w_exps[lo : lo + step].reshape(shape)),
-                                           -128, 127)
+        steps = ratio * 2.0 ** w_exps[lo : lo + step].reshape(shape)
+        q.weight[lo : lo + step] = np.clip(np.rint(w[lo : lo + step] / steps), -128, 127)
     release(w)  # a weight mapped from the model file: its pages go until a float run uses it again
-    acc_scale = 2.0 ** (e_x + w_exps)
+    acc_scale = q.out_mant * 2.0 ** (e_x + w_exps)
     rounding = np.where(shifts > 0, np.left_shift(1, np.maximum(shifts - 1, 0)), 0)
     bias = np.rint(layer.bias / acc_scale) + rounding
     if np.any(np.abs(bias) >= 2**31):
