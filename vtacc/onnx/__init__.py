@@ -24,6 +24,7 @@ from vtasm.names import kernel_identifier
 
 from .accuracy import SAMPLES, measure
 from .convert import LayerKind, Network, lower
+from .correct import correct_biases
 from .emit import emit_vk
 from .kinds import layer_macs
 from .partition import Part, partition
@@ -176,6 +177,7 @@ def import_model(path: str | Path, calibration: str | Path | np.ndarray | None =
             data = read_calibration(calibration, network.name, shape)
     qnet = quantise(network, data, method, keep=SAMPLES if data is not None else 0)
     if data is not None:
+        correct_biases(qnet, np.asarray(data[:SAMPLES], dtype=np.float64), qnet.float_sample)
         qnet.sqnr = measure(qnet, data)
     parts = partition(qnet)
     source, params = emit_vk(qnet) if len(parts) == 1 and parts[0].kind == Side.VTA else ("", {})

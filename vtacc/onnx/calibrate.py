@@ -1,6 +1,8 @@
 """Calibration statistics: per tensor, the largest magnitude and a histogram of magnitudes on a log scale.
 
-Both are gathered a bounded piece of the calibration inputs at a time (the
+For the input of each convolution (per channel) and dense layer (per
+element), the mean value too: the quantiser takes the mean error its
+rounded weights make on it off the bias. All are gathered a bounded piece of the calibration inputs at a time (the
 float network's values are dropped after each piece), so a few hundred
 images fit in little memory. The histogram (BINS per octave) is enough to
 weigh every candidate power-of-two scale: values beyond 127 steps are
@@ -14,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .convert import Network
+from .convert import LayerKind, Network
 from .float_run import batches, run_float
 from .quantised import exponent_for
 
@@ -30,6 +32,21 @@ class Statistics:
 
     largest: float = 0.0
     counts: np.ndarray = field(default_factory=lambda: np.zeros(OCTAVES * BINS, dtype=np.int64))
+    total: np.ndarray | None = None  # a product layer's input: the sum of its values per channel (conv) or
+    samples: int = 0  # per element (dense), over this many samples (see add_mean)
+
+    def add_mean(self, values: np.ndarray, per_channel: bool) -> None:
+        """Count ``values`` [N, ...] into the mean input of a convolution (per channel: axis 1, summed over
+        the image) or of a dense layer (per element of one sample)."""
+        rows = values.reshape(values.shape[0], -1) if not per_channel else \
+            values.reshape(values.shape[0], values.shape[1], -1).sum(axis=2)
+        part = rows.sum(axis=0, dtype=np.float64)
+        self.total = part if self.total is None else self.total + part
+        self.samples += values.shape[0] * (int(np.prod(values.shape[2:])) if per_channel else 1)
+
+    @property
+    def mean(self) -> np.ndarray | None:
+        return None if self.total is None else self.total / self.samples
 
     def add(self, values: np.ndarray) -> None:
         a = np.abs(values[values != 0]).astype(np.float64)
@@ -72,10 +89,14 @@ def calibrate(net: Network, data: np.ndarray, keep: int = 0
     again: accuracy.measure)."""
     stats: dict[str, Statistics] = {}
     kept = None
+    read = {layer.inputs[0]: layer.kind == LayerKind.CONV for layer in net.layers
+            if layer.kind in (LayerKind.CONV, LayerKind.DENSE)}  # product layers' inputs: their means too
     for k, piece in enumerate(batches(net, data)):
         values = run_float(net, piece)
         if k == 0 and keep and len(piece) == keep:
             kept = values
         for t, v in values.items():
             stats.setdefault(t, Statistics()).add(v)
+            if t in read:
+                stats[t].add_mean(v, read[t])
     return stats, kept

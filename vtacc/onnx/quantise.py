@@ -13,7 +13,10 @@ to a power of two. Weights get one scale per output channel, m_y / m_x times
 a power of two, so that a convolution's accumulator has scale
 m_y * 2**(e_x + e_w[c]) and its requantisation to the output is a right
 shift by e_y - e_x - e_w[c] (per channel when they differ). The rounding
-constant 2**(shift-1) rides along in the int32 bias.
+constant 2**(shift-1) rides along in the int32 bias. The weights' rounding
+errs by a little on each; over a layer's mean input (from the calibration)
+those errors add up to a constant per output, which the bias takes off
+(what no formula predicts: correct.py).
 """
 
 from __future__ import annotations
@@ -97,14 +100,15 @@ def quantise(net: Network, calibration: np.ndarray | None, method: str = "mse", 
             raise ModelError(f"{net.name}: {where}: its values (calibration range +-{ranges.get(t, 0):.3g}) need a "
                              f"scale 2^{e}, outside the 2^-{EXP_LIMIT}..2^{EXP_LIMIT} a network file holds",
                              node=producer.sources[0] if producer and producer.sources else None)
+    means = {t: st.mean for t, st in stats.items() if st.mean is not None}
     layers: list[QLayer] = []
     used: set[str] = set()  # tensors the layers quantised so far read or write: their scales are final
     for layer in net.layers:
         try:
-            q = _quantise_layer(layer, exps, mantissas, net.shapes, notes)
+            q = _quantise_layer(layer, exps, mantissas, means, net.shapes, notes)
         except CoarserOutput as need:
             _coarser_output(net, layer, exps, ties, used, need.exponent, notes)
-            q = _quantise_layer(layer, exps, mantissas, net.shapes, notes)
+            q = _quantise_layer(layer, exps, mantissas, means, net.shapes, notes)
         layers.append(q)
         used.update(layer.inputs + layer.outputs)
     return QuantisedNetwork(net, layers, exps, ranges, notes, float_sample=sample, mantissas=mantissas)
@@ -186,12 +190,12 @@ def _bounds(layer: Layer, scale: float) -> tuple[int, int]:
     return low, high
 
 
-def _quantise_layer(layer: Layer, exps: dict[str, int], mantissas: dict[str, float],
+def _quantise_layer(layer: Layer, exps: dict[str, int], mantissas: dict[str, float], means: dict[str, np.ndarray],
                     shapes: dict[str, tuple[int, ...]], notes: list[str]) -> QLayer:
     e_y, m_y = exps[layer.output], mantissas.get(layer.output, 1.0)
     low, high = _bounds(layer, m_y * 2.0**e_y)
     q = QLayer(layer, [exps[t] for t in layer.inputs], e_y, [mantissas.get(t, 1.0) for t in layer.inputs], m_y,
-               low=low, high=high)
+               low=low, high=high, in_mean=means.get(layer.inputs[0]) if layer.inputs else None)
     if layer.kind != LayerKind.HOST:  # a host node computes in float32 between its input and output scales
         rules(layer.kind).quantise(q, shapes, notes)
     return q

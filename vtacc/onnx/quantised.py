@@ -26,6 +26,7 @@ class QLayer:
     out_exp: int
     in_mants: list[float] = field(default_factory=list)  # each input scale's mantissa (none given: 1)
     out_mant: float = 1.0
+    in_mean: np.ndarray | None = None  # conv/dense: its float input's mean (per channel / element), if known
     weight: np.ndarray | None = None  # int8
     bias: np.ndarray | None = None  # int32, the rounding constant included
     shift: np.ndarray | int = 0  # conv/dense: right shift, one per output channel or one for all

@@ -47,15 +47,28 @@ def _dense(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     return out
 
 
-def int8_product(q: QLayer, ins: list[np.ndarray]) -> np.ndarray:
-    """acc = x * w + bias (int32, wrapping); with a slope, max(acc, sum of acc >> k); then acc >> shift
-    (arithmetic: toward minus infinity) clipped to the bounds."""
+def products(q: QLayer, ins: list[np.ndarray]) -> np.ndarray:
+    """x * w, the convolution's or matrix product's int32 sums (wrapping), before the bias."""
     layer = q.layer
     if q.kind == LayerKind.CONV:
         acc = exact.conv2d(ins[0], q.weight, layer.stride, layer.pad, layer.groups)
     else:
         acc = exact.matmul(ins[0].reshape(ins[0].shape[0], -1), q.weight)
-    acc = exact.wrap32(exact.wrap32(acc) + exact.per_channel(q.bias, acc.ndim))
+    return exact.wrap32(acc)
+
+
+def rounding(shift: np.ndarray | int) -> np.ndarray:
+    """The rounding constant a right shift by ``shift`` takes in the bias: 2^(shift-1), 0 for no shift."""
+    shift = np.asarray(shift)
+    return np.where(shift > 0, np.left_shift(1, np.maximum(shift - 1, 0)), 0)
+
+
+def int8_product(q: QLayer, ins: list[np.ndarray]) -> np.ndarray:
+    """acc = x * w + bias (int32, wrapping); with a slope, max(acc, sum of acc >> k); then acc >> shift
+    (arithmetic: toward minus infinity) clipped to the bounds."""
+    layer = q.layer
+    acc = products(q, ins)
+    acc = exact.wrap32(acc + exact.per_channel(q.bias, acc.ndim))
     if layer.leaky:  # max(a, sum of a >> k): the slope on the accumulator, rounding constant included
         acc = np.maximum(acc, exact.wrap32(sum(acc >> k for k in layer.leaky)))
     return np.clip(acc >> exact.per_channel(q.shift, acc.ndim), q.low, q.high)
@@ -133,13 +146,34 @@ def _quantise_weights(q: QLayer, notes: list[str]) -> None:
         q.weight[lo : lo + step] = np.clip(np.rint(w[lo : lo + step] / steps), -128, 127)
     release(w)  # a weight mapped from the model file: its pages go until a float run uses it again
     acc_scale = q.out_mant * 2.0 ** (e_x + w_exps)
-    rounding = np.where(shifts > 0, np.left_shift(1, np.maximum(shifts - 1, 0)), 0)
-    bias = np.rint(layer.bias / acc_scale) + rounding
+    drift = _rounding_drift(q, w, ratio * 2.0 ** w_exps)
+    bias = np.rint((layer.bias - drift) / acc_scale) + rounding(shifts)
     if np.any(np.abs(bias) >= 2**31):
         raise ModelError(f"layer {layer.name}: a bias does not fit int32 at the accumulator's scale")
     q.bias = bias.astype(np.int32)
     q.w_exps = w_exps
     q.shift = int(shifts[0]) if np.all(shifts == shifts[0]) else shifts.astype(np.int32)
+
+
+def _rounding_drift(q: QLayer, w: np.ndarray, steps: np.ndarray) -> np.ndarray | float:
+    """The mean error the rounded weights (q.weight times each row's step) make on the layer's mean float
+    input, per output: what the bias takes off (0 when calibration gave no mean)."""
+    mean = q.in_mean
+    if mean is None:
+        return 0.0
+    out = np.empty(len(w))
+    step = max(1, ROW_BLOCK_ELEMENTS // max(w[0].size, 1))
+    for lo in range(0, len(w), step):  # a block of output channels at a time
+        rows = slice(lo, lo + step)
+        error = q.weight[rows] * steps[rows].reshape((-1,) + (1,) * (w.ndim - 1)) - w[rows]
+        if q.kind == LayerKind.CONV:  # each output reads its group's channels, every tap the channel's mean
+            per_group = len(w) // q.layer.groups
+            group = np.arange(lo, min(lo + step, len(w))) // per_group
+            inputs = mean.reshape(q.layer.groups, -1)[group]
+            out[rows] = np.einsum("ok,ok->o", error.sum(axis=(2, 3)), inputs)
+        else:
+            out[rows] = error.reshape(len(error), -1) @ mean
+    return out
 
 
 def product_kernel(q: QLayer, x: str, bias: np.ndarray | None = None, shift: np.ndarray | int | None = None,

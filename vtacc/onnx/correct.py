@@ -1,0 +1,78 @@
+"""Bias correction from the calibration inputs: each convolution's int8 accumulator, run on the int8
+network's own values, against the float network's, per output channel.
+
+Rounding errs by a fraction of a step on every value, and where the errors
+do not average out (a ReLU's output is never below zero, an average's shift
+rounds down, a weight's rounding meets a mean input that is not zero), the
+rest of the network sees them as a shift of each channel's mean. The
+quantiser takes off what it can predict (the weights' rounding over the
+mean input: kinds.product); this pass measures what is left, layer by layer
+in order, each layer's correction made before the next layer is measured,
+and takes it off the bias. A channel's mean needs enough values to be
+measured: convolutions whose outputs hold fewer than MIN_VALUES per channel
+over the inputs used (a dense layer's one per input) keep their bias.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from vtasim.host.step import run_host_step
+from vtasm.formats.network import Side
+
+from .convert.layers import LayerKind
+from .exact import low_byte
+from .float_run import batches, run_float
+from .kinds import rules
+from .kinds.product import float_product, products, rounding
+from .partition import host_step, net_tensors, partition, step_names
+from .quantised import QLayer, QuantisedNetwork
+
+MIN_VALUES = 32  # per channel: fewer would measure its mean with more noise than the correction removes
+BIAS_LIMIT = 2**31 - 1
+
+
+def correct_biases(qnet: QuantisedNetwork, data: np.ndarray, floats: dict[str, np.ndarray] | None = None) -> int:
+    """Correct the biases of ``qnet``'s convolutions by their mean error on the float inputs ``data``
+    (``floats``: their float activations, if calibration kept them). Returns how many channels moved."""
+    net = qnet.network
+    pieces = list(batches(net, data))  # host steps take one model batch at a time
+    if floats is None or len(pieces) != 1:
+        floats_of = [run_float(net, piece) for piece in pieces]
+    else:
+        floats_of = [floats]
+    values_of = [{net.input: qnet.quantise_input(piece)} for piece in pieces]
+    parts = partition(qnet)
+    tensors = net_tensors(qnet, parts)
+    moved = 0
+    for part, name in zip(parts, step_names(parts), strict=True):
+        if part.kind == Side.HOST:
+            step = host_step(part, qnet, name)
+            for values in values_of:
+                values.update(run_host_step(step, values, tensors, net.constants, net.opset))
+            continue
+        for q in part.layers:
+            ins_of = [[values[t] for t in q.layer.inputs] for values in values_of]
+            if q.kind == LayerKind.CONV:
+                moved += _correct(q, ins_of, [[f[t] for t in q.layer.inputs] for f in floats_of])
+            for values, ins in zip(values_of, ins_of, strict=True):
+                values[q.layer.output] = low_byte(rules(q.kind).int8(q, ins))
+    return moved
+
+
+def _correct(q: QLayer, ins_of: list[list[np.ndarray]], float_ins_of: list[list[np.ndarray]]) -> int:
+    """Move one convolution's bias by its channels' mean error over the pieces (in accumulator steps,
+    rounded)."""
+    acc = np.concatenate([products(q, ins) for ins in ins_of]).astype(np.float64)
+    if acc.size // acc.shape[1] < MIN_VALUES:
+        return 0
+    axes = tuple(a for a in range(acc.ndim) if a != 1)
+    steps = q.out_mant * 2.0 ** (q.in_exps[0] + np.asarray(q.w_exps, dtype=np.float64))
+    want = np.concatenate([float_product(q.layer, f) for f in float_ins_of]).mean(axis=axes) / steps
+    offset = q.bias.astype(np.float64) - np.broadcast_to(rounding(q.shift), q.bias.shape)
+    delta = np.rint(acc.mean(axis=axes) + offset - want)
+    bias = q.bias.astype(np.float64) - delta
+    if not np.isfinite(delta).all() or np.abs(bias).max() > BIAS_LIMIT:
+        return 0
+    q.bias = bias.astype(np.int32)
+    return int(np.count_nonzero(delta))
