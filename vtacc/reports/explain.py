@@ -45,6 +45,8 @@ def _producer_text(p) -> str:
         n, oc, oh, ow = p.out_dims
         _, ic, ih, iw = p.x.dims
         if p.kh == p.kw == 1 and ih == iw == 1:
+            if p.w_data is not None:  # global_avg_pool over its pixels (schedule/operators._pixel_sum)
+                return f"global_avg_pool as {p.groups} grouped sums of {ic // p.groups} pixel values -> {oc} channels"
             return f"matmul {n} x {ic} by {ic} -> {oc}"
         groups = f", {p.groups} groups" if p.groups > 1 else ""
         if p.w.spread is not None:
