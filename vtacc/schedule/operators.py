@@ -35,7 +35,7 @@ class GemmProducer:
     x: DramTensor
     w: DramTensor
     stride: int
-    pad: int
+    pad: int  # rows of padding before the image (what follows the last row, the output's size says)
     groups: int
     kh: int
     kw: int
@@ -44,6 +44,7 @@ class GemmProducer:
     # a max pooling of the product (size, stride, pad), folded in the accumulator before the epilogue: then
     # ``node`` is the pooling's and the operator's result has the pooled shape
     pool: tuple[int, int, int] | None = None
+    pad_left: int = 0  # columns of padding before the image
 
     @property
     def conv_node(self) -> ck.Node:
@@ -255,9 +256,10 @@ def _gemm(node: ck.Node, table: TensorTable) -> GemmProducer:
     oc, icg, kh, kw = node.w.shape
     groups, spread = grouping(node.x.shape[1], oc, node.groups, table.cfg)
     w = table.get(_tensor_ref(node.w, "the weights of conv2d"), WGT, node.w.span, spread=spread)
-    if node.pad > 15:
-        raise CompileError(f"padding {node.pad} exceeds the DMA's 4-bit padding fields (at most 15)", node.span)
-    return GemmProducer(node, x, w, node.stride, node.pad, groups, kh, kw, view4(node.shape))
+    if max(node.pads) > 15:
+        raise CompileError(f"padding {max(node.pads)} exceeds the DMA's 4-bit padding fields (at most 15)", node.span)
+    top, left = node.pads[:2]
+    return GemmProducer(node, x, w, node.stride, top, groups, kh, kw, view4(node.shape), pad_left=left)
 
 
 def _pool(node: ck.Pool, table: TensorTable) -> PoolProducer | GemmProducer:
