@@ -69,12 +69,13 @@ def _auto_pads(auto: str, image: tuple[int, ...], out: tuple[int, ...], kernel: 
 def _dense(lw: Lowering, node: Node, x_name: str, w: np.ndarray, b: np.ndarray | None) -> None:
     x = lw.activation(node, x_name, flat_ok=True)
     flat = x in lw.flat
-    k = math.prod(lw.g.shapes[x][1:])
+    shape, out = lw.g.shapes[x], node.outputs[0]
+    rows = len(shape) == 3  # [N, T, C] by [O, C]: each of its N * T rows (lw.shape) a row of the product
+    k = shape[-1] if rows else math.prod(shape[1:])
     if w.shape[1] != k:
         raise lw.fail(node, f"weight has {w.shape[1]} inputs, the input has {k}")
-    out = node.outputs[0]
-    if len(lw.g.shapes[out]) != 2:
-        raise lw.fail(node, f"output {list(lw.g.shapes[out])} is not a matrix")
+    if lw.g.shapes[out] != ((*shape[:2], w.shape[0]) if rows else (shape[0], w.shape[0])):
+        raise lw.fail(node, f"output {list(lw.g.shapes[out])} is not a matrix or the rows of one")
     lw.add(Layer(LayerKind.DENSE, lw.fresh(node.name), [node.name], [x], out, lw.g.shapes[out], w,
                  b if b is not None else np.zeros(w.shape[0]), flatten=flat))
 
