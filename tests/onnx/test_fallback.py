@@ -20,23 +20,24 @@ RNG = np.random.default_rng(3800)
 n = helper.make_node
 
 
-def test_a_global_pool_whose_tiles_fit_no_buffer_runs_on_the_host(tmp_path):
-    """A squeeze-and-excite block's global pool over a 64x64 image: more pixels than the input buffer holds
-    (the 1x16x16 configuration), so the compiler refuses it; before, the model was refused after calibration."""
+def test_a_convolution_padded_beyond_the_dma_fields_runs_on_the_host(tmp_path):
+    """A 1x1 convolution padded by 16 on each side: the importer takes it, but VTA's DMA pads at most 15 rows
+    or columns a load, so the compiler refuses it; before, the model was refused after calibration."""
     nodes = [n("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[1, 1]), n("Relu", ["c"], ["r"], name="relu"),
-             n("GlobalAveragePool", ["r"], ["p"], name="squeeze"),
-             n("Conv", ["p", "w2"], ["y"], name="excite", kernel_shape=[1, 1])]
+             n("Conv", ["r", "w2"], ["p"], name="wide", kernel_shape=[1, 1], pads=[16, 16, 16, 16]),
+             n("Conv", ["p", "w3"], ["y"], name="after", kernel_shape=[1, 1])]
     consts = {"w": RNG.normal(0, 0.3, (16, 16, 1, 1)).astype(np.float32),
-              "w2": RNG.normal(0, 0.3, (16, 16, 1, 1)).astype(np.float32)}
-    path = save_model(tmp_path / "se.onnx", nodes, [tensor("x", [1, 16, 64, 64])], [tensor("y", None)], consts)
-    model = compile_model(path, default_config(), RNG.normal(0, 1, (4, 16, 64, 64)).astype(np.float32))
+              "w2": RNG.normal(0, 0.3, (16, 16, 1, 1)).astype(np.float32),
+              "w3": RNG.normal(0, 0.3, (16, 16, 1, 1)).astype(np.float32)}
+    path = save_model(tmp_path / "wide.onnx", nodes, [tensor("x", [1, 16, 8, 8])], [tensor("y", None)], consts)
+    model = compile_model(path, default_config(), RNG.normal(0, 1, (4, 16, 8, 8)).astype(np.float32))
     host = model.imported.qnet.network.on_host
-    assert [(layer.node.name, layer.reason.split(":")[0]) for layer in host] == [("squeeze", "VTA cannot compile it")]
+    assert [(layer.node.name, layer.reason.split(":")[0]) for layer in host] == [("wide", "VTA cannot compile it")]
     assert [s.kind for s in model.network.steps] == ["vta", "host", "vta"]
     report = model.imported.report()
-    assert "host GlobalAveragePool" in report and "(VTA cannot compile it: no tiling fits" in report
+    assert "host Conv" in report and "(VTA cannot compile it: padding 16 exceeds" in report
     qnet = model.imported.qnet
-    x = RNG.normal(0, 1, (1, 16, 64, 64)).astype(np.float32)
+    x = RNG.normal(0, 1, (1, 16, 8, 8)).astype(np.float32)
     got = api.run(model.network, x, int8=True)["y"]
     assert np.array_equal(got, run_int8(qnet, qnet.quantise_input(x))["y"])
     want = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]

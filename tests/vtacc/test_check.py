@@ -363,7 +363,8 @@ BODY_ERRORS = [
     ("    y = conv2d(c, cw, 1)", "3:23", "conv2d takes at most 2 positional arguments (x, w), got 3; give stride, "
      "pad and groups by keyword, as in stride=2"),
     ("    y = conv2d(c, cw, strid=1)", "3:23",
-     "unknown keyword 'strid' for conv2d (it takes stride, pad, groups); did you mean 'stride'?"),
+     "unknown keyword 'strid' for conv2d (it takes stride, pad, groups, pad_top, pad_left, pad_bottom, pad_right); "
+     "did you mean 'stride'?"),
     ("    y = conv2d(c, cw, pad=1, pad=1)", "3:30", "'pad' is given twice"),
     ("    y = conv2d(c, cw, pad=1, 2)", "3:30", "a positional argument cannot follow a keyword argument"),
     ("    y = conv2d(c, cw, stride=0)", "3:30", "stride must be >= 1, got 0"),

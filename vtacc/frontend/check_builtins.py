@@ -41,11 +41,21 @@ class Builtin:
     positional_options: bool = False  # options may also follow the operands positionally
 
 
+PAD_SIDES = ("pad_top", "pad_left", "pad_bottom", "pad_right")  # conv2d's padding per side (default: pad)
+
+
+def conv_padding(pads: tuple[int, ...]) -> str:
+    """conv2d's padding options as the language spells them: ``pad=P``, or each side where they differ."""
+    if len(set(pads)) == 1:
+        return f"pad={pads[0]}"
+    return ", ".join(f"{side}={p}" for side, p in zip(PAD_SIDES, pads, strict=True))
+
+
 _POOL = Builtin(("x",), ("size", "stride", "pad", "pad_end"), True)
 BUILTINS: dict[str, Builtin] = {
     "matmul": Builtin(("x", "w")),
     "dense": Builtin(("x", "w")),
-    "conv2d": Builtin(("x", "w"), ("stride", "pad", "groups")),
+    "conv2d": Builtin(("x", "w"), ("stride", "pad", "groups") + PAD_SIDES),
     "max_pool": _POOL,
     "sum_pool": _POOL,
     "avg_pool": _POOL,
@@ -285,7 +295,8 @@ class BuiltinRules:
         x, w = self.tensor_input("conv2d", ops[0], True), self.tensor_input("conv2d", ops[1], True)
         stride, pad = self.option(opts, "stride", 1, 1), self.option(opts, "pad", 0, 0)
         groups = self.option(opts, "groups", 1, 1)
-        if None in (x, w, stride, pad, groups):
+        pads = tuple(self.option(opts, side, pad or 0, 0) for side in PAD_SIDES)
+        if None in (x, w, stride, pad, groups) or None in pads:
             return None
         tx, tw = st.unparse(ops[0][1].value), st.unparse(ops[1][1].value)
         head = f"conv2d({tx}, {tw})"
@@ -306,12 +317,13 @@ class BuiltinRules:
             self.error(f"shape mismatch: {head} needs {tw} as [OC, {ic // groups}, KH, KW] ({per}), "
                        f"got {type_text(w)}", ops[1][1].value.span)
             return None
-        oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
+        top, left, bottom, right = pads
+        oh, ow = (h + top + bottom - kh) // stride + 1, (wd + left + right - kw) // stride + 1
         if oh < 1 or ow < 1:
-            self.error(f"{head} has no output: the {kh}x{kw} kernel does not fit the {h}x{wd} input with pad={pad} "
-                       f"(output would be {oh}x{ow})", e.name_span)
+            self.error(f"{head} has no output: the {kh}x{kw} kernel does not fit the {h}x{wd} input with "
+                       f"{conv_padding(pads)} (output would be {oh}x{ow})", e.name_span)
             return None
-        return Conv2d((n, oc, oh, ow), INT32, e.span, x, w, stride, pad, groups)
+        return Conv2d((n, oc, oh, ow), INT32, e.span, x, w, stride, pads, groups)
 
     def pool(self, e: st.CallExpr, ops: list[Operand], opts: dict) -> Node | None:
         f = e.func

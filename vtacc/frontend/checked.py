@@ -72,7 +72,7 @@ class MatMul(Node):
 
 @dataclass(frozen=True, eq=False)
 class Conv2d(Node):
-    """NCHW activations, OIHW weights, zero padding on every side, same stride on H and W.
+    """NCHW activations, OIHW weights, zero padding, same stride on H and W.
 
     ``groups`` splits input and output channels into that many groups; weight
     shape is [OC, IC / groups, KH, KW].
@@ -81,8 +81,18 @@ class Conv2d(Node):
     x: Node  # int8 [N, IC, H, W]
     w: Node  # int8 [OC, IC/groups, KH, KW]
     stride: int
-    pad: int
+    pads: tuple[int, int, int, int]  # rows before (top), columns before (left), rows after, columns after
     groups: int
+
+    @property
+    def pad(self) -> int:
+        """The padding before the first row (on every side when ``symmetric``)."""
+        return self.pads[0]
+
+    @property
+    def symmetric(self) -> bool:
+        """Whether the padding is the same on every side."""
+        return len(set(self.pads)) == 1
 
 
 @dataclass(frozen=True, eq=False)

@@ -8,6 +8,7 @@ twice (a local) is printed once.
 
 from __future__ import annotations
 
+from .check_builtins import conv_padding
 from .checked import (
     INT8,
     AvgWindow,
@@ -89,7 +90,8 @@ def _expression(node: Node, names: dict[int, str], lines: list[str]) -> str:
     if isinstance(node, MatMul):
         return f"matmul({arg(node.x)}, {arg(node.w)})"
     if isinstance(node, Conv2d):
-        return f"conv2d({arg(node.x)}, {arg(node.w)}, stride={node.stride}, pad={node.pad}, groups={node.groups})"
+        padding = conv_padding(node.pads)
+        return f"conv2d({arg(node.x)}, {arg(node.w)}, stride={node.stride}, {padding}, groups={node.groups})"
     if isinstance(node, Pool):
         end = f", pad_end={node.pad_end}" if node.pad_end != node.pad else ""
         return (f"{node.kind}_pool({arg(node.x)}, size={node.size}, stride={node.stride}, pad={node.pad}{end}, "

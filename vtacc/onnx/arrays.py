@@ -9,12 +9,13 @@ import numpy as np
 from vtasim.host.windows import patches
 
 
-def conv2d(x: np.ndarray, w: np.ndarray, stride: int, pad: int, groups: int) -> np.ndarray:
-    """NCHW input, OIHW weights, zero padding, ``groups`` channel groups."""
+def conv2d(x: np.ndarray, w: np.ndarray, stride: int, pads: tuple[int, int, int, int], groups: int) -> np.ndarray:
+    """NCHW input, OIHW weights, zero padding (top, left, bottom, right), ``groups`` channel groups."""
     n, c, h, wd = x.shape
     oc, icg, kh, kw = w.shape
-    xp = np.pad(x, ((0, 0), (0, 0), (pad, pad), (pad, pad)))
-    oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
+    top, left, bottom, right = pads
+    xp = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
+    oh, ow = (h + top + bottom - kh) // stride + 1, (wd + left + right - kw) // stride + 1
     if groups == 1:  # one matrix product (BLAS) per image, its columns made for it alone
         out = np.empty((n, oc, oh * ow), dtype=np.result_type(xp, w))
         rows = w.reshape(oc, -1)

@@ -35,16 +35,19 @@ def _exact_float(terms: int) -> type:
     return np.float32 if terms * PRODUCT <= 1 << 24 else np.float64
 
 
-def conv2d(x: np.ndarray, w: np.ndarray, stride: int, pad: int, groups: int) -> np.ndarray:
+def conv2d(x: np.ndarray, w: np.ndarray, stride: int, pads: tuple[int, int, int, int], groups: int) -> np.ndarray:
     """y[n, o, r, s] = sum over the channels c of o's group and the taps (i, j) of
-    x[n, c, r * stride + i - pad, s * stride + j - pad] * w[o, c, i, j], zero outside the image."""
+    x[n, c, r * stride + i - top, s * stride + j - left] * w[o, c, i, j], zero outside the image; ``pads``
+    (top, left, bottom, right): the rows and columns of zeros around it."""
     n, c, h, wd = x.shape
     oc, icg, kh, kw = w.shape
-    oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
+    top, left, bottom, right = pads
+    ph, pw = h + top + bottom, wd + left + right
+    oh, ow = (ph - kh) // stride + 1, (pw - kw) // stride + 1
     ftype = _exact_float(icg)
-    padded = np.zeros((n, c, h + 2 * pad, wd + 2 * pad), dtype=ftype)
-    padded[:, :, pad:pad + h, pad:pad + wd] = x
-    image = padded.reshape(n, groups, icg, h + 2 * pad, wd + 2 * pad)
+    padded = np.zeros((n, c, ph, pw), dtype=ftype)
+    padded[:, :, top:top + h, left:left + wd] = x
+    image = padded.reshape(n, groups, icg, ph, pw)
     kernel = np.asarray(w, dtype=ftype).reshape(groups, oc // groups, icg, kh, kw)
     # the taps' sums added in float64 while the whole sum stays below 2**53, else in int64
     total = np.float64 if icg * kh * kw * PRODUCT < 1 << 53 else np.int64

@@ -24,7 +24,7 @@ def run_float(net: Network, x: np.ndarray) -> dict[str, np.ndarray]:
         if layer.kind == LayerKind.HOST:
             values.update(_host_layer(net, layer, values))
             continue
-        ins = [values[t] for t in layer.inputs]
+        ins = [values[t].reshape((-1,) + net.shapes[t][1:]) for t in layer.inputs]  # a rank-3 tensor as rows
         with np.errstate(all="ignore"):  # an overflow is refused below, naming the node
             y = rules(layer.kind).float(layer, ins)
         if not np.isfinite(y).all():

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from vtacc.compiler import Compiled, compulsory_bytes
+from vtacc.frontend import checked as ck
 from vtacc.schedule.operators import GemmProducer, PoolProducer
 from vtacc.schedule.scheduler import IDENTITY, NEG_IDENTITY
 from vtacc.schedule.steps import WGT
@@ -45,13 +46,17 @@ def _producer_text(p) -> str:
         n, oc, oh, ow = p.out_dims
         _, ic, ih, iw = p.x.dims
         if p.kh == p.kw == 1 and ih == iw == 1:
+            if p.w_data is not None:  # global_avg_pool over its pixels (schedule/operators._pixel_sum)
+                return f"global_avg_pool as {p.groups} grouped sums of {ic // p.groups} pixel values -> {oc} channels"
             return f"matmul {n} x {ic} by {ic} -> {oc}"
         groups = f", {p.groups} groups" if p.groups > 1 else ""
         if p.w.spread is not None:
             g, width = p.w.spread
             groups = (f", {g} groups of {p.w.logical[1]} channels on block-diagonal weight tiles {width} wide "
                       f"({1 - p.useful_fraction:.1%} of the multiplies wasted on zeros)")
-        text = (f"conv2d {p.kh}x{p.kw} stride {p.stride} pad {p.pad}{groups}, {ic} -> {oc} channels, "
+        node = p.conv_node
+        pad = p.pad if not isinstance(node, ck.Conv2d) or node.symmetric else list(node.pads)
+        text = (f"conv2d {p.kh}x{p.kw} stride {p.stride} pad {pad}{groups}, {ic} -> {oc} channels, "
                 f"{ih}x{iw} -> {oh}x{ow}")
         if p.x.patches is not None:  # the source's convolution, read as its windows (schedule/patches.py)
             k, stride, pad = p.x.patches

@@ -44,7 +44,7 @@ def window_loads(tensor: str, dims: tuple[int, int, int, int], pr: Problem, n0: 
     blocks from ``c0``, packed [n][c][row][col] at ``sram`` (``dims``: the packed input's [NT, CT, H, W])."""
     s = pr.stride
     rows, cols = window_rows(pr, nh), window_cols(pr, nw)
-    row0, col0 = h0 * s - pr.pad, w0 * s - pr.pad
+    row0, col0 = h0 * s - pr.pad, w0 * s - pr.pad_left
     plane = rows * cols
     if skips_rows(pr):  # rows s apart; whole-height windows run on from one plane into the next
         merged = rows * s == dims[2] and nic * rows <= MAX_FIELD

@@ -35,7 +35,7 @@ class GemmProducer:
     x: DramTensor
     w: DramTensor
     stride: int
-    pad: int
+    pad: int  # rows of padding before the image (what follows the last row, the output's size says)
     groups: int
     kh: int
     kw: int
@@ -44,6 +44,7 @@ class GemmProducer:
     # a max pooling of the product (size, stride, pad), folded in the accumulator before the epilogue: then
     # ``node`` is the pooling's and the operator's result has the pooled shape
     pool: tuple[int, int, int] | None = None
+    pad_left: int = 0  # columns of padding before the image
 
     @property
     def conv_node(self) -> ck.Node:
@@ -190,7 +191,18 @@ def grouping(ic: int, oc: int, groups: int, cfg: VTAConfig) -> tuple[int, tuple[
 
 
 def _avg_window(node: ck.AvgWindow, table: TensorTable) -> GemmProducer:
-    """global_avg_pool's window sum as a depthwise convolution whose weights are all the multiplier."""
+    """global_avg_pool's window sum: a depthwise convolution with the whole image as its window when one
+    image plane and its weight taps fit the buffers (one tile of 1 x 1 output pixels reads all of it), else
+    a grouped matrix product over the image's pixels that the tiler sums in parts (_pixel_sum)."""
+    cfg = table.cfg
+    h, w = node.x.shape[2:]
+    if h * w + 2 <= min(cfg.inp_depth, cfg.wgt_depth):  # 2: the identity tiles an epilogue may load
+        return _depthwise_window(node, table)
+    return _pixel_sum(node, table)
+
+
+def _depthwise_window(node: ck.AvgWindow, table: TensorTable) -> GemmProducer:
+    """The window sum as a depthwise convolution whose weights are all the multiplier."""
     cfg = table.cfg
     x = table.get(_tensor_ref(node.x, "the input of global_avg_pool"), ACT, node.x.span)
     n, c, h, w = node.x.shape
@@ -199,6 +211,29 @@ def _avg_window(node: ck.AvgWindow, table: TensorTable) -> GemmProducer:
                           constant=True, spread=spread)
     data = weights.tensor_info().pack(np.full((c, 1, h, w), node.multiplier, dtype=np.int8))
     return GemmProducer(node, x, weights, 1, 0, groups, h, w, (n, c, 1, 1), data)
+
+
+def _pixel_sum(node: ck.AvgWindow, table: TensorTable) -> GemmProducer:
+    """The window sum as a grouped matrix product over the image's pixels.
+
+    In DRAM a channel block's H x W pixels follow one another, so the image [N, C, H, W] is also the
+    matrix [N, CB * H * W * BLOCK] (CB channel blocks) with no copy: group g of CB reads block g's pixels,
+    H*W input blocks, and its weight tiles are all ``multiplier`` times the identity. The tiler then
+    sums the image in chunks of input blocks (rows of pixels, or parts of a row) into the accumulator, as
+    it sums any reduction, so an image of any size fits the buffers; the shift after it applies once.
+    """
+    cfg = table.cfg
+    x = table.get(_tensor_ref(node.x, "the input of global_avg_pool"), ACT, node.x.span)
+    n, c, h, w = node.x.shape
+    block, blocks, pixels = cfg.block_in, x.c_tiles, h * w
+    pixels_view = dataclasses.replace(x, dims=(x.dims[0], blocks * pixels * block, 1, 1))
+    weights = dram_tensor(f"__avg_{blocks}x{pixels}x{block}_{node.multiplier}", "int8",
+                          (blocks * block, pixels * block, 1, 1), WGT, cfg, constant=True)
+    tiles = np.zeros((blocks, block, pixels, block), dtype=np.int8)
+    lane = np.arange(block)
+    tiles[:, lane, :, lane] = node.multiplier  # output channel o of a block reads lane o of every pixel
+    data = weights.tensor_info().pack(tiles.reshape(blocks * block, pixels * block, 1, 1))
+    return GemmProducer(node, pixels_view, weights, 1, 0, blocks, 1, 1, (n, c, 1, 1), data)
 
 
 def _gemm(node: ck.Node, table: TensorTable) -> GemmProducer:
@@ -221,9 +256,10 @@ def _gemm(node: ck.Node, table: TensorTable) -> GemmProducer:
     oc, icg, kh, kw = node.w.shape
     groups, spread = grouping(node.x.shape[1], oc, node.groups, table.cfg)
     w = table.get(_tensor_ref(node.w, "the weights of conv2d"), WGT, node.w.span, spread=spread)
-    if node.pad > 15:
-        raise CompileError(f"padding {node.pad} exceeds the DMA's 4-bit padding fields (at most 15)", node.span)
-    return GemmProducer(node, x, w, node.stride, node.pad, groups, kh, kw, view4(node.shape))
+    if max(node.pads) > 15:
+        raise CompileError(f"padding {max(node.pads)} exceeds the DMA's 4-bit padding fields (at most 15)", node.span)
+    top, left = node.pads[:2]
+    return GemmProducer(node, x, w, node.stride, top, groups, kh, kw, view4(node.shape), pad_left=left)
 
 
 def _pool(node: ck.Pool, table: TensorTable) -> PoolProducer | GemmProducer:

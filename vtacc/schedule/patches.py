@@ -62,14 +62,15 @@ def lay_out_patches(operators: list[Operator], inputs: set[str], tensors: dict[s
         x = dram_tensor(p.x.name, p.x.dtype, p.x.logical, ACT, cfg, patches=(k, p.stride, p.pad))
         w = dram_tensor(p.w.name, p.w.dtype, p.w.logical, WGT, cfg, patches=(k, 1, 0))
         tensors[x.name], tensors[w.name] = x, w
-        op.producer = dataclasses.replace(p, x=x, w=w, stride=1, pad=0, kh=1, kw=1)
+        op.producer = dataclasses.replace(p, x=x, w=w, stride=1, pad=0, pad_left=0, kh=1, kw=1)
 
 
 def _plain(p: GemmProducer, inputs: set[str], uses: Counter) -> bool:
-    """A convolution of square windows without groups, over a program input and program weights that only it
-    reads, laid out plainly so far."""
+    """A convolution of square windows padded alike on every side, without groups, over a program input
+    and program weights that only it reads, laid out plainly so far."""
     x, w = p.x, p.w
-    return (p.groups == 1 and p.kh == p.kw and p.w_data is None and x.kind == ACT and x.dtype == "int8"
+    return (p.groups == 1 and p.kh == p.kw and p.conv_node.symmetric and p.w_data is None and x.kind == ACT
+            and x.dtype == "int8"
             and x.name in inputs and w.name in inputs and uses[x.name] == 1 and uses[w.name] == 1
             and x.slice_of is None and x.patches is None and w.patches is None and w.view is None
             and w.spread is None and len(x.logical) == 4 and len(w.logical) == 4)

@@ -36,6 +36,7 @@ class Problem:
     pool: tuple[int, int, int] | None = None
     ch: int = 0
     cw: int = 0
+    pad_left: int = 0  # columns of padding before the image (``pad``: rows before; what follows, oh and ow say)
 
 
 def conv_problem(pr: Problem) -> Problem:
@@ -77,10 +78,18 @@ def problem_of(op: Operator, cfg: VTAConfig) -> Problem:
         ic = p.x.dims[1]
         return Problem(n_t, c_t // g if g > 1 else c_t, h, w, math.ceil(ic / g / cfg.block_in) if g > 1 else
                        math.ceil(ic / cfg.block_in), g, p.kh, p.kw, p.stride, p.pad, p.x.dims[2], p.x.dims[3],
-                       p.pool, p.out_dims[2] if p.pool else 0, p.out_dims[3] if p.pool else 0)
+                       p.pool, p.out_dims[2] if p.pool else 0, p.out_dims[3] if p.pool else 0, p.pad_left)
     if isinstance(p, PoolProducer):
-        return Problem(n_t, c_t, h, w, 0, 1, p.size, p.size, p.stride, p.pad, p.x.dims[2], p.x.dims[3])
+        return Problem(n_t, c_t, h, w, 0, 1, p.size, p.size, p.stride, p.pad, p.x.dims[2], p.x.dims[3],
+                       pad_left=p.pad)
     return Problem(n_t, c_t, h, w)
+
+
+def unpadded(pr: Problem) -> bool:
+    """Whether a convolution's windows lie inside the image on every side (no padding anywhere)."""
+    oh, ow = (pr.ch, pr.cw) if pr.pool else (pr.oh, pr.ow)
+    return pr.pad == pr.pad_left == 0 and in_extent(oh, pr.stride, pr.kh) <= pr.ih \
+        and in_extent(ow, pr.stride, pr.kw) <= pr.iw
 
 
 def skips_rows(pr: Problem) -> bool:
@@ -90,7 +99,7 @@ def skips_rows(pr: Problem) -> bool:
     ``stride``-th input row: the window loads just those, one DMA row each
     ``stride`` image rows apart, instead of every row in between.
     """
-    return pr.ic_t > 0 and pr.kh == 1 and pr.stride > 1 and pr.pad == 0
+    return pr.ic_t > 0 and pr.kh == 1 and pr.stride > 1 and unpadded(pr)
 
 
 def window_rows(pr: Problem, th: int) -> int:
@@ -107,6 +116,6 @@ def window_cols(pr: Problem, tw: int) -> int:
     chunk instead of one DMA per channel plane.
     """
     cols = in_extent(tw, pr.stride, pr.kw)
-    if pr.pad == 0 and tw >= pr.ow and cols < pr.iw:
+    if unpadded(pr) and tw >= pr.ow and cols < pr.iw:
         return pr.iw
     return cols

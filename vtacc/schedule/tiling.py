@@ -118,7 +118,7 @@ def _spatial_sum(pr: Problem, th: int, tw: int, gemm: bool = False) -> tuple[int
             for h0, n in spans_h]
     cols = []
     for w0, n in spans_w:
-        c = _valid_rows(w0, n, pr.stride, pr.kw, pr.pad, pr.iw)
+        c = _valid_rows(w0, n, pr.stride, pr.kw, pr.pad_left, pr.iw)
         cols.append(max(c, min(window_cols(pr, n), pr.iw)) if gemm and n >= pr.ow else c)
     return len(rows) * len(cols), sum(rows) * sum(cols)
 

@@ -60,15 +60,18 @@ def _with_constant(lw: Lowering, node: Node, first, second) -> bool:
         return False
     x_name = node.inputs[1] if at_first else node.inputs[0]
     x = lw.activation(node, x_name, flat_ok=True)
-    vector = _channel_vector(lw, node, lw.consts[a if at_first else b], lw.g.shapes[x])
+    vector = _channel_vector(lw, node, lw.consts[a if at_first else b], lw.shape(x))
     scale, bias = (first if at_first else second)(vector)
     affine(lw, node, x_name, scale, bias)
     return True
 
 
 def _channel_vector(lw: Lowering, node: Node, const: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """The constant as one value per channel of a tensor of ``shape`` (NCHW or [N, C])."""
+    """The constant as one value per channel of a tensor of ``shape`` (NCHW or [N, C]; [N, T, C] as its rows)."""
     c = np.asarray(const, dtype=np.float64)
+    extra = c.ndim - len(shape)
+    if extra > 0 and all(d == 1 for d in c.shape[:extra]):  # [1, 1, C] against a rank-3 tensor's rows
+        c = c.reshape(c.shape[extra:])
     try:
         full = np.broadcast_to(c, shape)
     except ValueError:
@@ -84,7 +87,7 @@ def _channel_vector(lw: Lowering, node: Node, const: np.ndarray, shape: tuple[in
 @converts("Neg")
 def neg(lw: Lowering, node: Node) -> None:
     """-x: a per-channel scale of -1, folded into the Conv or Gemm before it when exact."""
-    channels = lw.g.shapes[lw.activation(node, node.inputs[0], flat_ok=True)][1]
+    channels = lw.shape(lw.activation(node, node.inputs[0], flat_ok=True))[1]
     affine(lw, node, node.inputs[0], np.full(channels, -1.0), np.zeros(channels))
 
 

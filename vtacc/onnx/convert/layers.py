@@ -47,6 +47,7 @@ class Layer:
     stride: int = 1
     pad: int = 0
     groups: int = 1
+    pads: tuple[int, int, int, int] | None = None  # conv: (top, left, bottom, right) when sides differ
     size: int = 1  # pooling window
     pad_end: int = 0  # pooling: padding after the last row and column (ceil_mode, darknet's [0, 0, 1, 1])
     flatten: bool = False  # dense: reads its 4-D input flattened
@@ -61,6 +62,11 @@ class Layer:
 
     def __post_init__(self) -> None:
         self.kind = LayerKind(self.kind)  # a name no kind has is a ValueError here, where the layer is made
+
+    @property
+    def sides(self) -> tuple[int, int, int, int]:
+        """A convolution's zero padding (top, left, bottom, right): ``pads``, or ``pad`` on every side."""
+        return self.pads if self.pads is not None else (self.pad,) * 4
 
     @property
     def host_node(self) -> HostNode:

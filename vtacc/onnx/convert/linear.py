@@ -41,32 +41,41 @@ def conv(lw: Lowering, node: Node) -> None:
         raise lw.fail(node, f"a {w.ndim - 2}-D convolution (VTA convolves NCHW images)")
     b = lw.const(node, node.inputs[2], "bias") if len(node.inputs) > 2 and node.inputs[2] else None
     window = forms.window(node.attrs, w.ndim - 2)
-    if window.auto_pad != "NOTSET":
-        raise lw.fail(node, "auto_pad is not supported; give explicit pads")
     if any(d != 1 for d in window.dilations):
         raise lw.fail(node, f"dilations {window.dilations} are not supported (dilation 1 only)")
-    pads = [p + e for p, e in zip(window.pads, extra, strict=False)]
     if len(set(window.strides)) != 1:
         raise lw.fail(node, f"strides {window.strides} differ between height and width")
-    if len(set(pads)) != 1:
-        raise lw.fail(node, f"pads {pads} are not the same on every side")
-    if w.shape[2] != w.shape[3]:
-        raise lw.fail(node, f"a {w.shape[2]}x{w.shape[3]} kernel is not square")
     out = node.outputs[0]
+    own = _auto_pads(window.auto_pad, lw.g.shapes[x][2:], lw.g.shapes[out][2:], w.shape[2:], window.strides[0])
+    # ONNX orders pads [top, left, bottom, right], as the kernel language's sides
+    pads = tuple(int(p + e) for p, e in zip(own if own is not None else window.pads, extra, strict=True))
     lw.add(Layer(LayerKind.CONV, lw.fresh(node.name), [node.name], [x], out, lw.g.shapes[out], w,
                  b if b is not None else np.zeros(w.shape[0]), window.strides[0], pads[0],
-                 int(node.attrs.get("group", 1))))
+                 int(node.attrs.get("group", 1)), pads=pads if len(set(pads)) > 1 else None))
+
+
+def _auto_pads(auto: str, image: tuple[int, ...], out: tuple[int, ...], kernel: tuple[int, ...],
+               stride: int) -> tuple[int, ...] | None:
+    """The explicit pads [top, left, bottom, right] auto_pad stands for (None: NOTSET, the node's own pads):
+    SAME pads each axis to reach its output's size, the odd one after (SAME_UPPER) or before (SAME_LOWER)."""
+    if auto == "NOTSET":
+        return None
+    totals = [max(0, (o - 1) * stride + k - i) if auto != "VALID" else 0
+              for i, o, k in zip(image, out, kernel, strict=True)]
+    before = [t - t // 2 if auto == "SAME_LOWER" else t // 2 for t in totals]
+    return tuple(before) + tuple(t - b for t, b in zip(totals, before, strict=True))
 
 
 def _dense(lw: Lowering, node: Node, x_name: str, w: np.ndarray, b: np.ndarray | None) -> None:
     x = lw.activation(node, x_name, flat_ok=True)
     flat = x in lw.flat
-    k = math.prod(lw.g.shapes[x][1:])
+    shape, out = lw.g.shapes[x], node.outputs[0]
+    rows = len(shape) == 3  # [N, T, C] by [O, C]: each of its N * T rows (lw.shape) a row of the product
+    k = shape[-1] if rows else math.prod(shape[1:])
     if w.shape[1] != k:
         raise lw.fail(node, f"weight has {w.shape[1]} inputs, the input has {k}")
-    out = node.outputs[0]
-    if len(lw.g.shapes[out]) != 2:
-        raise lw.fail(node, f"output {list(lw.g.shapes[out])} is not a matrix")
+    if lw.g.shapes[out] != ((*shape[:2], w.shape[0]) if rows else (shape[0], w.shape[0])):
+        raise lw.fail(node, f"output {list(lw.g.shapes[out])} is not a matrix or the rows of one")
     lw.add(Layer(LayerKind.DENSE, lw.fresh(node.name), [node.name], [x], out, lw.g.shapes[out], w,
                  b if b is not None else np.zeros(w.shape[0]), flatten=flat))
 

@@ -7,6 +7,8 @@ for the report; anything else is refused with one line naming the node.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from vtacc.frontend.names import kernel_name
@@ -17,6 +19,8 @@ from ..read.graph import Graph, Node
 from ..read.wire import release
 from .layers import Layer, LayerKind, Network, NotOnVta
 from .registry import converter_for
+
+ROW_KINDS = (LayerKind.ADD, LayerKind.CLIP, LayerKind.DENSE)  # kinds exact on a rank-3 tensor's rows
 
 
 class Lowering:
@@ -35,6 +39,7 @@ class Lowering:
         self.names: set[str] = set()
         self.consts = dict(graph.constants)
         self.pending: dict[str, tuple[Node, str, list[int]]] = {}  # a Pad's output -> (Pad, input, pads)
+        self.rows: set[str] = set()  # rank-3 tensors [N, T, C] VTA layers read or write, as [N * T, C]
 
     def fail(self, node: Node, message: str) -> NotOnVta:
         return NotOnVta(f"{node.where(self.g.name)}: {message}", node=node.name)
@@ -83,14 +88,28 @@ class Lowering:
             raise self.fail(node, f"input '{tensor}' is a flattened tensor; only a Gemm or MatMul can read it")
         return t
 
+    def shape(self, tensor: str) -> tuple[int, ...]:
+        """A tensor's shape as VTA lays it out: a rank-3 [N, T, C] as the matrix of its N * T rows [N * T, C]
+        (the same values in the same order), any other as the model gives it."""
+        shape = self.g.shapes[tensor]
+        return (math.prod(shape[:-1]), shape[-1]) if len(shape) == 3 else shape
+
     def fresh(self, base: str) -> str:
         """A layer's kernel name made from ``base`` that no other layer has."""
         return kernel_name(base, self.names)
 
     def add(self, layer: Layer) -> None:
         """A VTA layer made from the node its sources name; NotOnVta for tensors VTA does not lay out (a rank
-        other than 4, NCHW images, or 2, [N, K] matrices), before calibration: the node goes to the host."""
-        ranks = {len(layer.shape), *(len(self.g.shapes[t]) for t in layer.inputs)}
+        other than 4, NCHW images, or 2, [N, K] matrices), before calibration: the node goes to the host.
+        Element-wise layers and dense layers over the last axis see a rank-3 tensor as its rows (shape)."""
+        tensors = [*layer.inputs, layer.output]
+        ranks = {len(self.g.shapes.get(t, layer.shape)) for t in layer.inputs} | {len(layer.shape)}
+        if 3 in ranks and layer.kind in ROW_KINDS and self.g.inputs[0] not in layer.inputs:
+            if len(layer.shape) == 3:
+                self.g.shapes.setdefault(layer.output, layer.shape)
+                layer.shape = self.shape(layer.output)
+            self.rows.update(t for t in tensors if len(self.g.shapes[t]) == 3)
+            ranks = {len(layer.shape), *(len(self.shape(t)) for t in layer.inputs)}
         if not ranks <= {2, 4}:
             node = next(n for n in self.g.nodes if n.name == layer.sources[0])
             raise self.fail(node, f"a rank-{max(ranks - {2, 4})} tensor (VTA computes on NCHW images and [N, K] "
@@ -102,7 +121,9 @@ class Lowering:
         """``node`` joins ``layer``, which now writes the node's output."""
         del self.by_output[layer.output]
         layer.output = node.outputs[0]
-        layer.shape = self.g.shapes[layer.output]
+        layer.shape = self.shape(layer.output)
+        if len(self.g.shapes[layer.output]) == 3:
+            self.rows.add(layer.output)
         layer.sources.append(node.name)
         self.by_output[layer.output] = layer
 
@@ -130,6 +151,8 @@ class Lowering:
         shapes = {k: v for k, v in self.g.shapes.items()}
         for layer in self.layers:
             shapes[layer.output] = layer.shape
+        for t in self.rows:  # crossing to or from the host, as VTA lays them out (host nodes reshape)
+            shapes[t] = self.shape(t)
         used = {t for layer in self.layers if layer.kind == LayerKind.HOST for t in layer.node.inputs
                 if t in self.consts}
         return Network(self.g.name, self.layers, self.g.inputs[0], outs, shapes, self.hints,
@@ -147,7 +170,12 @@ class Lowering:
                 "a constant" if out in self.consts else "computed by no layer"
             raise ModelError(f"{self.g.name}: the output '{name}' is {what}: there is nothing for VTA or the "
                              "host to compute")
-        if out == name or out in self.g.outputs:
+        if out == name and out in self.rows:  # a rank-3 output VTA writes as rows: the model's shape kept
+            out = f"{name}__rows"
+            self.rename_tensor(name, out)
+            self.rows.add(out)
+            self.rows.discard(name)
+        elif out == name or out in self.g.outputs:
             return out
         declared, made = self.g.shapes.get(name), self.by_output[out]
         if declared is not None and made.kind != LayerKind.HOST and tuple(made.shape) != tuple(declared):

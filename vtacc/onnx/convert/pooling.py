@@ -1,4 +1,4 @@
-"""Pooling: MaxPool, AveragePool, GlobalAveragePool, and ReduceMean over height and width."""
+"""Pooling: MaxPool, AveragePool, GlobalAveragePool, GlobalMaxPool, and ReduceMean over height and width."""
 
 from __future__ import annotations
 
@@ -20,9 +20,13 @@ def _pool(lw: Lowering, node: Node, kind: LayerKind) -> None:
         raise lw.fail(node, f"a pooling of a rank-{len(lw.g.shapes[x])} tensor (VTA pools NCHW images)")
     a = node.attrs
     kernel = list(a["kernel_shape"])
+    window = forms.window(a, len(kernel))
+    if kernel == list(lw.g.shapes[x][2:]) and not any(window.pads) and all(d == 1 for d in window.dilations) \
+            and window.auto_pad in ("NOTSET", "VALID"):  # the window is the whole image, of any shape
+        _global(lw, node, x, node.outputs[0], kind == LayerKind.MAXPOOL)
+        return
     if len(set(kernel)) != 1:
         raise lw.fail(node, f"a {kernel} window is not square")
-    window = forms.window(a, len(kernel))
     if any(d != 1 for d in window.dilations):
         raise lw.fail(node, "dilated pooling is not supported")
     if window.auto_pad != "NOTSET":
@@ -40,9 +44,6 @@ def _pool(lw: Lowering, node: Node, kind: LayerKind) -> None:
     if pads[1] != pad or max(0, (ow - 1) * stride + size - w - pad) != pad_end:
         raise lw.fail(node, f"pads {pads} differ between height and width")
     if kind == LayerKind.AVGPOOL:
-        if size == h == w and pad == 0 and pad_end == 0:
-            lw.add(Layer(LayerKind.GAP, lw.fresh(node.name), [node.name], [x], out, lw.g.shapes[out]))
-            return
         if not exact_average(size * size):
             raise lw.fail(node, f"a {size}x{size} average divides by {size * size}, not a power of two "
                                 "(VTA has no divider); only whole-image averages take any size")
@@ -56,6 +57,38 @@ def _pool(lw: Lowering, node: Node, kind: LayerKind) -> None:
                             f"{size}x{size} window")
     lw.add(Layer(kind, lw.fresh(node.name), [node.name], [x], out, lw.g.shapes[out], stride=stride, pad=pad,
                  size=size, pad_end=pad_end))
+
+
+CASCADE = 4  # the window (and stride) of each max pooling in a maximum over a whole image
+
+
+def _global(lw: Lowering, node: Node, x: str, out: str, maximum: bool) -> None:
+    """A pooling over the whole image: an average is one GAP layer (the compiler sums an image of any size
+    in parts); a maximum is a cascade of CASCADE x CASCADE max poolings, each padded after the image up to
+    whole windows (padding never wins), until one pixel is left: every stage stores int8 values of the
+    image, so the last holds the image's maximum exactly, and each stage's tiles fit the buffers."""
+    shape = lw.g.shapes[x]
+    if len(shape) != 4:
+        raise lw.fail(node, f"a pooling of a rank-{len(shape)} tensor (VTA pools NCHW images)")
+    if not maximum:
+        lw.add(Layer(LayerKind.GAP, lw.fresh(node.name), [node.name], [x], out, lw.g.shapes[out]))
+        return
+    n, c, h, w = shape
+    stage = 0
+    while True:
+        h, w = -(-h // CASCADE), -(-w // CASCADE)
+        t = out if h == w == 1 else f"{out}__max{stage}"
+        lw.g.shapes[t] = (n, c, h, w)
+        lw.add(Layer(LayerKind.MAXPOOL, lw.fresh(node.name), [node.name], [x], t, (n, c, h, w), stride=CASCADE,
+                     size=CASCADE, pad_end=CASCADE - 1))
+        if t == out:
+            return
+        x, stage = t, stage + 1
+
+
+@converts("GlobalMaxPool")
+def global_max_pool(lw: Lowering, node: Node) -> None:
+    _global(lw, node, lw.activation(node, node.inputs[0]), node.outputs[0], True)
 
 
 @converts("MaxPool")
@@ -72,9 +105,7 @@ def average_pool(lw: Lowering, node: Node) -> None:
 
 @converts("GlobalAveragePool")
 def global_average_pool(lw: Lowering, node: Node) -> None:
-    x = lw.activation(node, node.inputs[0])
-    out = node.outputs[0]
-    lw.add(Layer(LayerKind.GAP, lw.fresh(node.name), [node.name], [x], out, lw.g.shapes[out]))
+    _global(lw, node, lw.activation(node, node.inputs[0]), node.outputs[0], False)
 
 
 @converts("ReduceMean")

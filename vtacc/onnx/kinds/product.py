@@ -8,6 +8,7 @@ import math
 
 import numpy as np
 
+from vtacc.frontend.check_builtins import conv_padding
 from vtasm.errors import ModelError
 from vtasm.portability import SHIFT_MAX
 
@@ -27,7 +28,7 @@ def float_product(layer: Layer, ins: list[np.ndarray]) -> np.ndarray:
     if layer.kind == LayerKind.CONV:
         w = layer.weight.astype(np.float64, copy=False)  # held as the model stores it (convert.lowering.weight)
         release(layer.weight)  # a weight mapped from the model file: its pages go until it is used again
-        return conv2d(x, w, layer.stride, layer.pad, layer.groups) + layer.bias[None, :, None, None]
+        return conv2d(x, w, layer.stride, layer.sides, layer.groups) + layer.bias[None, :, None, None]
     y = _dense(x.reshape(x.shape[0], -1), layer.weight) + layer.bias
     release(layer.weight)
     return y
@@ -51,7 +52,7 @@ def products(q: QLayer, ins: list[np.ndarray]) -> np.ndarray:
     """x * w, the convolution's or matrix product's int32 sums (wrapping), before the bias."""
     layer = q.layer
     if q.kind == LayerKind.CONV:
-        acc = exact.conv2d(ins[0], q.weight, layer.stride, layer.pad, layer.groups)
+        acc = exact.conv2d(ins[0], q.weight, layer.stride, layer.sides, layer.groups)
     else:
         acc = exact.matmul(ins[0].reshape(ins[0].shape[0], -1), q.weight)
     return exact.wrap32(acc)
@@ -191,8 +192,9 @@ def product_kernel(q: QLayer, x: str, bias: np.ndarray | None = None, shift: np.
         params.append(("s", int8_type("int32", np.shape(shift)), np.asarray(shift, dtype=np.int32)))
     amount = "s" if np.ndim(shift) else str(int(shift))
     if q.kind == LayerKind.CONV:
-        opts = "".join(f", {k}={v}" for k, v, d in (("stride", layer.stride, 1), ("pad", layer.pad, 0),
-                                                      ("groups", layer.groups, 1)) if v != d)
+        opts = "".join(f", {k}={v}" for k, v, d in (("stride", layer.stride, 1), ("groups", layer.groups, 1))
+                       if v != d)
+        opts += f", {conv_padding(layer.sides)}" if any(layer.sides) else ""
         product = f"conv2d({x}, w{opts})"
     else:
         product = f"matmul(flatten({x}), w)" if layer.flatten else f"matmul({x}, w)"
