@@ -87,8 +87,22 @@ def test_a_final_flatten_keeps_the_shape_the_model_declares(tmp_path, final):
 
 
 def test_rank_3_tensors_run_on_vta_as_rows(tmp_path):
-    """A transformer-style [N, tokens, features] ReLU and add: on VTA as the matrix of the tokens' rows; the
-    host keeps the Reshape to tokens and one back to the model's output shape."""
+    """A transformer-style [N, tokens, features] projection, ReLU and add: on VTA as the matrix of the
+    tokens' rows; the host keeps the Reshape to tokens and one back to the model's output shape."""
+    nodes = [n("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[1, 1]),
+             n("Reshape", ["c", "shape"], ["t"], name="tokens"), n("MatMul", ["t", "m"], ["p"], name="project"),
+             n("Relu", ["p"], ["r"], name="relu"), n("Add", ["t", "r"], ["y"], name="residual")]
+    consts = {"w": _w(16, 16, 1, 1), "shape": np.array([1, 16, 16], np.int64), "m": _w(16, 16)}
+    path = save_model(tmp_path / "m.onnx", nodes, [tensor("x", [1, 16, 4, 4])], [tensor("y", None)], consts)
+    model = compile_model(path, default_config(), RNG.normal(0, 1, (8, 16, 4, 4)).astype(np.float32))
+    host = model.imported.qnet.network.on_host
+    assert [layer.node.op for layer in host] == ["Reshape", "Reshape"]
+    _run_both(path, model, RNG.normal(0, 1, (1, 16, 4, 4)).astype(np.float32))
+
+
+def test_a_launch_that_multiplies_nothing_between_host_steps_joins_them(tmp_path):
+    """A ReLU and an add of tokens between two host Reshapes: on VTA they would be a launch of their own and
+    two round trips; the host computes them in its one step, and the report says why."""
     nodes = [n("Conv", ["x", "w"], ["c"], name="conv", kernel_shape=[1, 1]),
              n("Reshape", ["c", "shape"], ["t"], name="tokens"), n("Relu", ["t"], ["r"], name="relu"),
              n("Add", ["t", "r"], ["y"], name="residual")]
@@ -96,7 +110,9 @@ def test_rank_3_tensors_run_on_vta_as_rows(tmp_path):
     path = save_model(tmp_path / "m.onnx", nodes, [tensor("x", [1, 16, 4, 4])], [tensor("y", None)], consts)
     model = compile_model(path, default_config(), RNG.normal(0, 1, (8, 16, 4, 4)).astype(np.float32))
     host = model.imported.qnet.network.on_host
-    assert [layer.node.op for layer in host] == ["Reshape", "Reshape"]
+    assert [layer.node.op for layer in host] == ["Reshape", "Relu", "Add"]
+    assert [p.kind.value for p in model.imported.parts] == ["vta", "host"]
+    assert "two round trips" in model.imported.report()
     _run_both(path, model, RNG.normal(0, 1, (1, 16, 4, 4)).astype(np.float32))
 
 

@@ -16,7 +16,8 @@ n = helper.make_node
 
 def test_residual_adds_and_dense_layers_of_tokens_run_on_vta(tmp_path):
     """ViT's block shape: tokens from a host Transpose, a dense layer with bias and ReLU, a second dense layer,
-    the residual Add, a host Softmax after it, and a final residual Add that is the model's output."""
+    the residual Add, a host Softmax after it, and a final residual Add that is the model's output (on the
+host with the Softmax before it: a launch of its own would multiply nothing)."""
     nodes = [n("Reshape", ["x", "tokens_shape"], ["t0"], name="tokens"),
              n("Transpose", ["t0"], ["t"], name="to_tokens", perm=[0, 2, 1]),
              n("MatMul", ["t", "w1"], ["h0"], name="fc1"), n("Add", ["h0", "b1"], ["h1"], name="fc1_bias"),
@@ -31,7 +32,7 @@ def test_residual_adds_and_dense_layers_of_tokens_run_on_vta(tmp_path):
     path = save_model(tmp_path / "tokens.onnx", nodes, [tensor("x", [1, 32, 4, 5])], [tensor("y", [1, 20, 32])],
                       consts)
     model = compile_and_check(path, (1, 32, 4, 5))
-    host = {layer.node.op for layer in model.imported.qnet.network.on_host}
-    assert host <= {"Reshape", "Transpose", "Softmax"}, host
+    host = {layer.node.name for layer in model.imported.qnet.network.on_host}
+    assert host <= {"tokens", "to_tokens", "softmax", "residual_2", "y__rows"} and "residual_2" in host, host
     on_vta = {q.layer.sources[0] for q in model.imported.qnet.layers if q.layer.node is None}
-    assert {"fc1", "fc2", "residual", "residual_2"} <= on_vta
+    assert {"fc1", "fc2", "residual"} <= on_vta  # the last add joins the host step around it: no MACs alone

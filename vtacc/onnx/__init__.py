@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from vtasim.host.ops import OPS as HOST_OPS
 from vtasm.errors import FormatError, ModelError
 from vtasm.fileio import read_npy
 from vtasm.formats.network import Side
@@ -27,7 +28,7 @@ from .convert import LayerKind, Network, lower
 from .correct import correct_biases
 from .emit import emit_vk
 from .kinds import layer_macs
-from .partition import Part, partition
+from .partition import Part, idle_launches, partition
 from .quantise import quantise
 from .quantised import QuantisedNetwork, shown_scale
 from .read.graph import load_graph
@@ -165,6 +166,11 @@ def import_model(path: str | Path, calibration: str | Path | np.ndarray | None =
     ``to_host`` names nodes to run on the host, with the reason (see vtacc.model.import_and_compile).
     """
     network = lower(load_graph(path, input_shapes), block, to_host)
+    idle = idle_launches(network, HOST_OPS)
+    while idle.keys() - (to_host or {}).keys():  # lowered again (afresh: lowering renames the graph's tensors)
+        to_host = {**(to_host or {}), **idle}
+        network = lower(load_graph(path, input_shapes), block, to_host)
+        idle = idle_launches(network, HOST_OPS)
     if check is not None:
         check(network)
     data = None

@@ -33,16 +33,20 @@ class Statistics:
     largest: float = 0.0
     counts: np.ndarray = field(default_factory=lambda: np.zeros(OCTAVES * BINS, dtype=np.int64))
     total: np.ndarray | None = None  # a product layer's input: the sum of its values per channel (conv) or
-    samples: int = 0  # per element (dense), over this many samples (see add_mean)
+    samples: int = 0  # per element of a row (dense), over this many values each (see add_mean)
 
-    def add_mean(self, values: np.ndarray, per_channel: bool) -> None:
-        """Count ``values`` [N, ...] into the mean input of a convolution (per channel: axis 1, summed over
-        the image) or of a dense layer (per element of one sample)."""
-        rows = values.reshape(values.shape[0], -1) if not per_channel else \
-            values.reshape(values.shape[0], values.shape[1], -1).sum(axis=2)
-        part = rows.sum(axis=0, dtype=np.float64)
+    def add_mean(self, values: np.ndarray, row: int | None) -> None:
+        """Count ``values`` [N, ...] into the mean input of a convolution (``row`` None: per channel, axis 1,
+        summed over the image) or of a dense layer (per element of its rows of ``row`` values: a flattened
+        image, or the last axis of a rank-3 tensor read as rows)."""
+        if row is None:
+            part = values.reshape(values.shape[0], values.shape[1], -1).sum(axis=(0, 2), dtype=np.float64)
+            count = values.size // values.shape[1]
+        else:
+            part = values.reshape(-1, row).sum(axis=0, dtype=np.float64)
+            count = values.size // row
         self.total = part if self.total is None else self.total + part
-        self.samples += values.shape[0] * (int(np.prod(values.shape[2:])) if per_channel else 1)
+        self.samples += count
 
     @property
     def mean(self) -> np.ndarray | None:
@@ -89,7 +93,7 @@ def calibrate(net: Network, data: np.ndarray, keep: int = 0
     again: accuracy.measure)."""
     stats: dict[str, Statistics] = {}
     kept = None
-    read = {layer.inputs[0]: layer.kind == LayerKind.CONV for layer in net.layers
+    read = {layer.inputs[0]: None if layer.kind == LayerKind.CONV else layer.weight.shape[1] for layer in net.layers
             if layer.kind in (LayerKind.CONV, LayerKind.DENSE)}  # product layers' inputs: their means too
     for k, piece in enumerate(batches(net, data)):
         values = run_float(net, piece)

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 
 from vtasm.formats.network import HostStep, NetTensor, Side
 
-from .convert import Layer, LayerKind
+from .convert import Layer, LayerKind, Network
+from .kinds import layer_macs
 from .quantised import QLayer, QuantisedNetwork
 
 
@@ -43,6 +44,29 @@ def crossing(layers: list[Layer]) -> set[str]:
         seen.update(t for t in layer.inputs if t in home and home[t] != run)
         home.update({t: run for t in layer.outputs if t})
     return seen
+
+
+def idle_launches(net: Network, host_ops) -> dict[str, str]:
+    """The nodes of VTA launches that would multiply nothing (additions, copies, poolings) between two host
+    steps, when the host computes every one of them: on the host they join the steps around them, one
+    step where there would be three (a vision transformer's residual additions between its normalisations).
+    Node -> the reason the import report gives."""
+    numbers = runs([layer.kind for layer in net.layers])
+    host_runs = {run for layer, run in zip(net.layers, numbers, strict=True) if layer.kind == LayerKind.HOST}
+    members: dict[int, list[Layer]] = {}
+    for layer, run in zip(net.layers, numbers, strict=True):
+        members.setdefault(run, []).append(layer)
+    moved: dict[str, str] = {}
+    for run, layers in members.items():
+        if run in host_runs or run - 1 not in host_runs or run + 1 not in host_runs:
+            continue
+        nodes = [n for layer in layers for n in layer.sources]
+        if any(layer_macs(layer) for layer in layers) or any(net.ops.get(n) not in host_ops for n in nodes):
+            continue
+        what = f"{len(layers)} layer{'s' if len(layers) != 1 else ''} that multipl{'y' if len(layers) != 1 else 'ies'}"
+        moved.update(dict.fromkeys(nodes, f"between two host steps, a VTA launch of {what} nothing would cost "
+                                          "two round trips"))
+    return moved
 
 
 def partition(qnet: QuantisedNetwork) -> list[Part]:

@@ -160,7 +160,8 @@ def _rounding_drift(q: QLayer, w: np.ndarray, steps: np.ndarray) -> np.ndarray |
     """The mean error the rounded weights (q.weight times each row's step) make on the layer's mean float
     input, per output: what the bias takes off (0 when calibration gave no mean)."""
     mean = q.in_mean
-    if mean is None:
+    inputs = w.shape[1] * (q.layer.groups if q.kind == LayerKind.CONV else 1)
+    if mean is None or mean.size != inputs:  # (a tensor read by layers of both kinds has one kind's mean)
         return 0.0
     out = np.empty(len(w))
     step = max(1, ROW_BLOCK_ELEMENTS // max(w[0].size, 1))
