@@ -1,7 +1,8 @@
 """What exporters write that the importer must take (issue 38): dimensions stored as -1 or 0, a Concat of one
 tensor, a final Flatten or Reshape whose shape the model declares, rank-3 tensors (transformer-style exports)
-that VTA does not lay out: each built with onnx's helper API, imported, run end to end, checked bit for bit
-against the numpy int8 reference and against onnxruntime's float result."""
+that VTA does not lay out, HardSwish spelled out in elementary nodes: each built with onnx's helper API,
+imported, run end to end, checked bit for bit against the numpy int8 reference and against onnxruntime's float
+result."""
 
 from __future__ import annotations
 
@@ -144,3 +145,42 @@ def test_older_torch_exports_of_opset_6_are_upgraded_and_run(name):
         pytest.fail(f"{name}: {exc.message}")
     got = api.run(model.network, x)[model.network.outputs[0]]
     assert sqnr(want, got.reshape(want.shape)) > 25
+
+
+def _spelled_hard_swish(form: str, three: float = 3.0) -> list:
+    """HardSwish of 'c' into 'h' as exports before opset 14 write it."""
+    if form == "hard_sigmoid":  # torch.onnx's
+        return [n("HardSigmoid", ["c"], ["g"], name="hsig", alpha=1 / 6, beta=0.5),
+                n("Mul", ["c", "g"], ["h"], name="hs")]
+    relu6 = [n("Add", ["c", "three"], ["a"], name="plus3"), n("Clip", ["a", "zero", "six"], ["r"], name="relu6")]
+    if form == "div_last":  # Paddle2ONNX's
+        return [*relu6, n("Mul", ["c", "r"], ["m"], name="times"), n("Div", ["m", "six"], ["h"], name="hs")]
+    return [*relu6, n("Mul", ["r", "sixth"], ["s"], name="scaled"), n("Mul", ["s", "c"], ["h"], name="hs")]
+
+
+@pytest.mark.parametrize("form", ["div_last", "sixth_inside", "hard_sigmoid"])
+def test_a_hard_swish_spelled_out_is_one_host_hard_swish(tmp_path, form):
+    """Paddle2ONNX (and torch.onnx before opset 14) write HardSwish as x * clip(x + 3, 0, 6) / 6 or
+    x * HardSigmoid(x): one HardSwish on the host, not a product of two tensors whose int8 range (six
+    times the activation's) rounds its small values away."""
+    nodes = [n("Conv", ["x", "w1"], ["c"], name="conv1", kernel_shape=[1, 1]), *_spelled_hard_swish(form),
+             n("Conv", ["h", "w2"], ["y"], name="conv2", kernel_shape=[1, 1])]
+    consts = {"w1": _w(16, 16, 1, 1, scale=0.6), "w2": _w(16, 16, 1, 1), "three": np.array([3.0], np.float32),
+              "zero": np.array(0.0, np.float32), "six": np.array(6.0, np.float32),
+              "sixth": np.array([1 / 6], np.float32)}
+    path = save_model(tmp_path / "m.onnx", nodes, [tensor("x", [1, 16, 4, 4])], [tensor("y", None)], consts)
+    model = compile_model(path, default_config(), RNG.normal(0, 1, (8, 16, 4, 4)).astype(np.float32))
+    host = model.imported.qnet.network.on_host
+    assert [(layer.node.op, layer.sources) for layer in host] == [("HardSwish", ["hs"])]
+    _run_both(path, model, RNG.normal(0, 1, (1, 16, 4, 4)).astype(np.float32))
+
+
+def test_an_add_of_another_constant_before_the_product_is_not_a_hard_swish(tmp_path):
+    nodes = [n("Conv", ["x", "w1"], ["c"], name="conv1", kernel_shape=[1, 1]), *_spelled_hard_swish("div_last"),
+             n("Conv", ["h", "w2"], ["y"], name="conv2", kernel_shape=[1, 1])]
+    consts = {"w1": _w(16, 16, 1, 1, scale=0.6), "w2": _w(16, 16, 1, 1), "three": np.array([2.5], np.float32),
+              "zero": np.array(0.0, np.float32), "six": np.array(6.0, np.float32)}
+    path = save_model(tmp_path / "m.onnx", nodes, [tensor("x", [1, 16, 4, 4])], [tensor("y", None)], consts)
+    model = compile_model(path, default_config(), RNG.normal(0, 1, (8, 16, 4, 4)).astype(np.float32))
+    assert [layer.node.op for layer in model.imported.qnet.network.on_host] == ["Mul"]
+    _run_both(path, model, RNG.normal(0, 1, (1, 16, 4, 4)).astype(np.float32))

@@ -174,4 +174,8 @@ def load_graph(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None
                 raise ModelError(f"{node.where(name)}: ONNX shape inference gave no shape for output '{tensor}'",
                                  node=node.name)
     check_weights(g, constants, shapes, name)
-    return Graph(name, nodes, inputs, [o.name for o in g.output], shapes, constants, opset)
+    graph = Graph(name, nodes, inputs, [o.name for o in g.output], shapes, constants, opset)
+    from .patterns import fuse_hard_swish  # (read here: it reads graphs)
+
+    fuse_hard_swish(graph)  # an older opset's spelled-out HardSwish as one node
+    return graph
