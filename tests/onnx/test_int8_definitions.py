@@ -102,22 +102,25 @@ def test_pooling(kind, case):
         assert got[0, c, r, s] == want, (c, r, s)
 
 
-@pytest.mark.parametrize("hw", [(1, 1), (2, 2), (4, 4), (7, 7), (3, 5), (13, 13)])
-def test_global_average(hw):
-    """sum * m >> k with, for an area A, m = 1 and k = log2(A) when A is a power of two, else
-    k = floor(log2(A)) + 7 and m = min(127, round(2^k / A)) (docs/language.md)."""
-    h, w = hw
+@pytest.mark.parametrize("hw, exps", [((1, 1), (0, 0)), ((2, 2), (-3, -4)), ((7, 7), (-5, -7)), ((3, 5), (-2, -3)),
+                                     ((13, 13), (-6, -9)), ((4, 4), (-4, -4))])
+def test_global_average(hw, exps):
+    """The average at a scale of its own: y = (sum * m + 2^(k-1)) >> k, clipped to int8, where m / 2^k
+    (m in 1..127, k the largest that fits) is nearest the input's scale over the area times the output's,
+    computed here from that definition for power-of-two scales 2^e_x and 2^e_y."""
+    (h, w), (e_x, e_y) = hw, exps
     x = RNG.integers(-128, 128, (2, 5, h, w)).astype(np.int8)
-    area = h * w
-    k = area.bit_length() - 1
-    m = 1
-    if area & (area - 1):
-        k += 7
-        m = min(127, int(np.floor(2**k / area + 0.5)))
+    ratio = 2.0**e_x / (h * w * 2.0**e_y)
+    k = max(k for k in range(32) if round(ratio * 2**k) <= 127)
+    m = round(ratio * 2**k)
     layer = Layer(LayerKind.GAP, "g", ["n"], ["x"], "y", (2, 5, 1, 1))
-    got = _int8(QLayer(layer, [0], 0), x)
+    q = QLayer(layer, [e_x], e_y)
+    rules(LayerKind.GAP).quantise(q, {"x": (2, 5, h, w)}, [])
+    assert (q.multiplier, q.shift) == (m, k)
+    got = _int8(q, x)
     for n, c in itertools.product(range(2), range(5)):
-        want = _wrap(sum(int(v) for v in x[n, c].ravel()) * m) >> k
+        total = sum(int(v) for v in x[n, c].ravel()) * m
+        want = min(127, max(-128, (total + (1 << (k - 1) if k else 0)) >> k))
         assert got[n, c, 0, 0] == want
 
 

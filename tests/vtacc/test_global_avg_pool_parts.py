@@ -34,3 +34,30 @@ def test_a_global_average_of_any_size_compiles_and_is_exact(shape, cfg_name):
     want = ((total * multiplier) >> shift).astype(np.int32).astype(np.int8)
     assert np.array_equal(result.outputs["y"], want)
     assert result.races == []
+
+
+@pytest.mark.parametrize("cfg_name", CONFIGS)
+@pytest.mark.parametrize("shape", [(1, 32, 7, 7), (1, 48, 64, 64)])
+def test_a_global_sum_times_a_multiplier_rounded_and_shifted(shape, cfg_name):
+    """global_avg_pool's multiplier and shift given (what the ONNX importer writes to give the average a
+    scale of its own): shift=0 is the sum times the multiplier, rounded here by a constant before a shift."""
+    n, c, h, w = shape
+    src = f"""kernel g(x: int8[{n}, {c}, {h}, {w}]) -> y: int8[{n}, {c}, 1, 1] {{
+        y = clip((global_avg_pool(x, multiplier=93, shift=0) + 2048) >> 12, -128, 127)
+    }}"""
+    x = rand8(np.random.default_rng(h * w + 7), n, c, h, w)
+    result = run(src, {"x": x}, config(cfg_name))
+    total = x.astype(np.int64).sum(axis=(2, 3), keepdims=True)
+    assert np.array_equal(result.outputs["y"], np.clip((total * 93 + 2048) >> 12, -128, 127).astype(np.int8))
+
+
+@pytest.mark.parametrize("text, message", [("multiplier=128", "multiplier must be in 1..127, got 128"),
+                                           ("shift=32", "shift must be in 0..31, got 32"),
+                                           ("scale=2", "unknown keyword 'scale'")])
+def test_global_avg_pool_options_out_of_range_are_refused(text, message):
+    from vtacc.frontend.check import check_source
+    from vtasm.errors import VtaError
+
+    src = f"kernel g(x: int8[1, 16, 4, 4]) -> y: int8[1, 16, 1, 1] {{ y = global_avg_pool(x, {text}) }}"
+    with pytest.raises(VtaError, match=message.replace(".", r"\.")):
+        check_source(src, "g.vk")

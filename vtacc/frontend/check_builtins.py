@@ -59,7 +59,7 @@ BUILTINS: dict[str, Builtin] = {
     "max_pool": _POOL,
     "sum_pool": _POOL,
     "avg_pool": _POOL,
-    "global_avg_pool": Builtin(("x",)),
+    "global_avg_pool": Builtin(("x",), ("multiplier", "shift")),
     "flatten": Builtin(("x",)),
     "concat": Builtin(("a", "b")),  # and any number more: checked by BuiltinRules.concat
     "min": Builtin(("a", "b")),
@@ -112,7 +112,7 @@ class BuiltinRules:
         if f == "conv2d":
             return self.conv2d(e, ops, opts)
         if f == "global_avg_pool":
-            return self.global_avg_pool(e, ops)
+            return self.global_avg_pool(e, ops, opts)
         if f == "flatten":
             return self.flatten(e, ops)
         if f.endswith("_pool"):
@@ -250,7 +250,7 @@ class BuiltinRules:
         n, c, h, w = x.shape
         return Flatten((n, c * h * w), INT8, e.span, x)
 
-    def global_avg_pool(self, e: st.CallExpr, ops: list[Operand]) -> Node | None:
+    def global_avg_pool(self, e: st.CallExpr, ops: list[Operand], opts: dict) -> Node | None:
         x = self.tensor_input("global_avg_pool", ops[0], True)
         if x is None:
             return None
@@ -260,6 +260,10 @@ class BuiltinRules:
             return None
         n, c, h, w = x.shape
         multiplier, shift = average_multiplier(h * w)
+        multiplier = self.option(opts, "multiplier", multiplier, 1, 127)  # every weight tap holds it: int8
+        shift = self.option(opts, "shift", shift, 0, 31)
+        if multiplier is None or shift is None:
+            return None
         window = AvgWindow((n, c, 1, 1), INT32, e.span, x, multiplier, shift)
         return self.binary("shr", window, Const((), INT32, e.span, shift), e.span, e.name_span)
 

@@ -29,7 +29,8 @@ class QLayer:
     in_mean: np.ndarray | None = None  # conv/dense: its float input's mean (per channel / element), if known
     weight: np.ndarray | None = None  # int8
     bias: np.ndarray | None = None  # int32, the rounding constant included
-    shift: np.ndarray | int = 0  # conv/dense: right shift, one per output channel or one for all
+    shift: np.ndarray | int = 0  # conv/dense: right shift, one per output channel or one for all; gap: k
+    multiplier: int = 1  # gap: the sum's multiplier m (out = (sum * m + 2^(k-1)) >> k)
     w_exps: np.ndarray | None = None
     left: list[int] = field(default_factory=list)  # add: left shift of each input
     low: int = -128

@@ -18,7 +18,7 @@ through vtasim.host.forms, as the host operators do.
 
 from __future__ import annotations
 
-from ..read.graph import Graph
+from ..read.nodes import Graph
 from . import activations, affine, concat, linear, pooling, tensors  # noqa: F401  (each registers its converters)
 from .layers import Layer, LayerKind, Network, NotOnVta
 from .lowering import Lowering

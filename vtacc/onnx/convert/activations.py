@@ -11,7 +11,7 @@ import numpy as np
 from vtasim.host import forms
 from vtasm.portability import SHIFT_MAX
 
-from ..read.graph import Node
+from ..read.nodes import Node
 from .affine import affine
 from .layers import Layer, LayerKind
 from .lowering import Lowering

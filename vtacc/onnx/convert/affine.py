@@ -9,7 +9,7 @@ import numpy as np
 
 from vtasim.host import forms
 
-from ..read.graph import Node
+from ..read.nodes import Node
 from ..read.wire import release
 from .layers import Layer, LayerKind
 from .lowering import Lowering

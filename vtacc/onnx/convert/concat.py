@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..read.graph import Node
+from ..read.nodes import Node
 from .layers import Layer, LayerKind
 from .lowering import Lowering
 from .registry import converts

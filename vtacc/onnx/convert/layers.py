@@ -11,7 +11,7 @@ import numpy as np
 from vtasm.errors import ModelError
 from vtasm.formats.network import HostNode
 
-from ..read.graph import Node
+from ..read.nodes import Node
 
 
 class LayerKind(str, Enum):

@@ -8,7 +8,7 @@ import numpy as np
 
 from vtasim.host import forms
 
-from ..read.graph import Node
+from ..read.nodes import Node
 from .layers import Layer, LayerKind
 from .lowering import Lowering
 from .registry import converts

@@ -15,7 +15,7 @@ from vtacc.frontend.names import kernel_name
 from vtasim.host.ops import OPS as HOST_OPS
 from vtasm.errors import ModelError
 
-from ..read.graph import Graph, Node
+from ..read.nodes import Graph, Node
 from ..read.wire import release
 from .layers import Layer, LayerKind, Network, NotOnVta
 from .registry import converter_for

@@ -5,7 +5,7 @@ from __future__ import annotations
 from vtacc.frontend.check_builtins import exact_average
 from vtasim.host import forms
 
-from ..read.graph import Node
+from ..read.nodes import Node
 from .layers import Layer, LayerKind
 from .lowering import Lowering
 from .registry import converts

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from vtasm.formats.network import ONNX_OPSETS
 
 if TYPE_CHECKING:
-    from ..read.graph import Node
+    from ..read.nodes import Node
     from .lowering import Lowering
 
 Convert = Callable[["Lowering", "Node"], None]

@@ -11,10 +11,7 @@ inference, and shape arithmetic on constants is folded away (fold.py).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from pathlib import Path
-
-import numpy as np
 
 from vtasim.host.ops import OPS as HOST_OPS
 from vtasm import budget
@@ -22,41 +19,10 @@ from vtasm.errors import ModelError, printable
 from vtasm.names import unique
 
 from .fold import FOLD_ONLY, fix_input_shapes, model_opset, open_inputs, static_model, upgraded
+from .nodes import Graph, Node
+from .patterns import fuse_hard_swish
 from .validate import check_nodes, check_weights
 from .wire import read_model
-
-
-@dataclass
-class Node:
-    """One operator: its ONNX type, name, input and output tensor names, and attributes as Python values."""
-
-    op: str
-    name: str
-    inputs: list[str]
-    outputs: list[str]
-    attrs: dict = field(default_factory=dict)
-
-    def where(self, model: str) -> str:
-        return f"{model}: node '{self.name}' ({self.op})"
-
-
-@dataclass
-class Graph:
-    """A model's operators in topological order, with every tensor's static shape and the initialisers."""
-
-    name: str  # the model file, for messages
-    nodes: list[Node]
-    inputs: list[str]  # graph inputs that are not initialisers
-    outputs: list[str]
-    shapes: dict[str, tuple[int, ...]]
-    constants: dict[str, np.ndarray]
-    opset: int = 13  # of the default domain
-
-    def producer(self, tensor: str) -> Node | None:
-        return next((n for n in self.nodes if tensor in n.outputs), None)
-
-    def consumers(self, tensor: str) -> list[Node]:
-        return [n for n in self.nodes if tensor in n.inputs]
 
 
 def _refuse_unknown(nodes, name: str, known) -> None:
@@ -175,7 +141,5 @@ def load_graph(path: str | Path, input_shapes: dict[str, tuple[int, ...]] | None
                                  node=node.name)
     check_weights(g, constants, shapes, name)
     graph = Graph(name, nodes, inputs, [o.name for o in g.output], shapes, constants, opset)
-    from .patterns import fuse_hard_swish  # (read here: it reads graphs)
-
     fuse_hard_swish(graph)  # an older opset's spelled-out HardSwish as one node
     return graph

@@ -21,7 +21,7 @@ import numpy as np
 
 from vtasim.host import forms
 
-from .graph import Graph, Node
+from .nodes import Graph, Node
 
 TOLERANCE = 1e-6  # relative: how close a constant must be to 3, 6 or 1/6
 
