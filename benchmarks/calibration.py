@@ -67,7 +67,7 @@ def zoo(name: str, work: Path) -> None:
     for method in METHODS:
         qnet = import_model(path, cal, {inp.name: tuple(shape)}, method=method).qnet
         t = qnet.network.aliases.get(logits, logits)
-        got = np.concatenate([run_int8(qnet, qnet.quantise_input(x[k:k + 1]))[t] * 2.0 ** qnet.exps[t]
+        got = np.concatenate([run_int8(qnet, qnet.quantise_input(x[k:k + 1]))[t] * qnet.scale(t)
                               for k in range(len(x))]).reshape(want.shape)
         db = 10 * np.log10(np.sum(want.astype(np.float64) ** 2) / np.sum((want - got) ** 2))
         print(f"{name:<13} {method}: logits SQNR {db:.1f} dB against onnxruntime", flush=True)

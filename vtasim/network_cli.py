@@ -27,7 +27,7 @@ from vtasim.outputs.io import PendingFile, check_out_dir, check_writable, write_
 from vtasim.runs.launches import NetworkRun, run_network
 from vtasm.errors import FormatError, SimFault, UsageError
 from vtasm.fileio import npy_bytes, read_npy
-from vtasm.formats.network import HostStep, NetworkFile, VtaStep
+from vtasm.formats.network import HostStep, NetTensor, NetworkFile, VtaStep
 from vtasm.names import kernel_identifier, unique
 
 PLAIN_FILE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
@@ -95,19 +95,19 @@ class Samples:
     mapped from its file): a data set runs in memory that does not grow with its size. ``new_axis`` when
     they came stacked on an axis before the model's own."""
 
-    def __init__(self, pieces: np.ndarray, exp: int | None, new_axis: bool, where: str):
-        self.pieces, self.exp, self.new_axis, self.where = pieces, exp, new_axis, where
+    def __init__(self, pieces: np.ndarray, tensor: NetTensor | None, new_axis: bool, where: str):
+        self.pieces, self.tensor, self.new_axis, self.where = pieces, tensor, new_axis, where
 
     def __len__(self) -> int:
         return len(self.pieces)
 
     def __getitem__(self, k: int) -> np.ndarray:
         piece = self.pieces[k]
-        if self.exp is None:
+        if self.tensor is None:
             return np.array(piece)
         if not np.all(np.isfinite(piece)):
             raise FormatError(f"{self.where}: sample {k} holds NaN or infinite values")
-        return quantise(piece, self.exp)
+        return quantise(piece, self.tensor.exp, self.tensor.sixteenths)
 
 
 def _batches(net: NetworkFile, name: str, array: np.ndarray, path: str) -> Samples:
@@ -128,7 +128,7 @@ def _batches(net: NetworkFile, name: str, array: np.ndarray, path: str) -> Sampl
         return Samples(pieces, None, new_axis, f"{path}: input '{name}'")
     if not np.issubdtype(array.dtype, np.number) or np.issubdtype(array.dtype, np.complexfloating):
         raise FormatError(f"{path}: input '{name}' holds {array.dtype}; give float (quantised here) or int8 values")
-    return Samples(pieces, net.tensors[name].exp, new_axis, f"{path}: input '{name}'")
+    return Samples(pieces, net.tensors[name], new_axis, f"{path}: input '{name}'")
 
 
 def run_batches(net: NetworkFile, given: dict[str, Samples], max_ops: int = DEFAULT_MAX_OPS,
@@ -165,7 +165,8 @@ def stacked(net: NetworkFile, runs: list[NetworkRun], name: str, int8: bool = Fa
     float32 at its scale, or the int8 values."""
     values = np.stack([r.values[name] for r in runs]) if new_axis else \
         np.concatenate([r.values[name] for r in runs], axis=0)
-    return values if int8 else dequantise(values, net.tensors[name].exp)
+    tensor = net.tensors[name]
+    return values if int8 else dequantise(values, tensor.exp, sixteenths=tensor.sixteenths)
 
 
 def int8_inputs(net: NetworkFile, arrays: dict[str, np.ndarray], origin: str,

@@ -97,7 +97,6 @@ def run_network(name: str, size: int, out: Path, samples: int = 8, tests: int = 
     from vtacc.onnx.convert.layers import LayerKind
     from vtacc.onnx.kinds import layer_macs
     from vtacc.onnx.reference import run_int8
-    from vtasim.host.quant import dequantise
     from vtasim.timing.profile import resolve_profile
     from vtasim.timing.run import time_program
     from vtasm.formats.network import load_network
@@ -133,7 +132,7 @@ def run_network(name: str, size: int, out: Path, samples: int = 8, tests: int = 
         exact &= all(np.array_equal(got[o][k:k + 1], want[o]) for o in net.outputs)
         for o in net.outputs:
             t = qnet.network.aliases.get(compare[o], compare[o])
-            floats[o].append(dequantise(want[t], qnet.exps[t], np.float64))
+            floats[o].append(want[t] * qnet.scale(t))
     sqnr = _sqnr_against_onnxruntime(model, inp.name, x, compare, floats)
     vta_ops: dict[str, int] = {}
     host_ops: dict[str, int] = {}

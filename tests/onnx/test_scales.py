@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import onnxruntime
+import pytest
 from onnx import helper
 
 from vtacc.model import compile_model
@@ -14,6 +15,7 @@ from vtacc.onnx.reference import run_int8
 from vtasim import api
 from vtasim.host.quant import dequantise
 from vtasm.config import default_config
+from vtasm.formats.network import read_network, write_network
 
 from .models import save_model, sqnr, tensor
 
@@ -59,8 +61,10 @@ def test_a_tensor_just_past_a_power_of_two_takes_a_mantissa_and_keeps_the_bit(tm
     assert _sqnr_of(path, imported, test) > 30
 
 
-def test_the_tensors_the_host_converts_keep_powers_of_two(tmp_path):
-    """The model's input and output, and a host node's input and output: the network file holds exponents."""
+def test_host_tensors_carry_their_mantissas_in_the_network_file(tmp_path):
+    """The model's input and output keep powers of two (users quantise and read them); the tensors a host
+    node reads and writes take mantissas, which the network file holds (``sixteenths``) and vtasim's host
+    step uses: bit for bit the numpy reference, through a written and re-read file."""
     rng = np.random.default_rng(382)
     nodes = [n("Conv", ["x", "w1"], ["h"], name="c1", kernel_shape=[1, 1]),
              n("Relu", ["h"], ["r"], name="relu"),
@@ -75,11 +79,34 @@ def test_the_tensors_the_host_converts_keep_powers_of_two(tmp_path):
     cal = rng.normal(0, 1, (8, 8, 6, 6)).astype(np.float32)
     model = compile_model(path, default_config(), cal)
     qnet = model.imported.qnet
-    for t in ("x", "y", "r", "s"):
-        assert t not in qnet.mantissas, t
-    x = cal[:1]
-    got = api.run(model.network, x, int8=True)["y"]
+    assert "x" not in qnet.mantissas and "y" not in qnet.mantissas
+    assert qnet.mantissas.get("r", 1.0) != 1.0 or qnet.mantissas.get("s", 1.0) != 1.0, qnet.mantissas
+    network = read_network(write_network(model.network))
+    for t in ("r", "s"):
+        assert 2.0 ** (network.tensors[t].sixteenths / 16) * 2.0 ** network.tensors[t].exp == qnet.scale(t)
+    x = rng.normal(0, 1, (1, 8, 6, 6)).astype(np.float32)
+    got = api.run(network, x, int8=True)["y"]
     assert np.array_equal(got, run_int8(qnet, qnet.quantise_input(x))["y"])
+
+
+def test_a_network_file_refuses_a_mantissa_outside_an_octave(tmp_path):
+    """sixteenths 0..15: 16 would be the next power of two, written as exp + 1."""
+    import json
+
+    from vtasm.errors import FormatError
+    from vtasm.formats import network as files
+
+    rng = np.random.default_rng(385)
+    nodes = [n("Conv", ["x", "w"], ["h"], name="c", kernel_shape=[1, 1]), n("Softsign", ["h"], ["y"], name="s")]
+    path = save_model(tmp_path / "m.onnx", nodes, [tensor("x", [1, 8, 2, 2])], [tensor("y", None)],
+                      {"w": rng.normal(0, 0.5, (8, 8, 1, 1)).astype(np.float32)})
+    data = write_network(compile_model(path, default_config(), rng.normal(0, 1, (4, 8, 2, 2))).network)
+    meta = json.loads(files._chunks(data, "m")[0][1])
+    meta["tensors"][0]["sixteenths"] = 16
+    body = files.canonical_json(meta)
+    chunks = [("NETW", body)] + [(tag, payload) for tag, payload in files._chunks(data, "m")[1:]]
+    with pytest.raises(FormatError, match="sixteenths: 16 lies outside 0..15"):
+        read_network(files.framed(files.MAGIC, files.VERSION, chunks))
 
 
 def test_bias_correction_takes_the_mean_error_off_each_channel(tmp_path):

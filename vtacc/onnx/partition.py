@@ -1,6 +1,5 @@
 """Where each layer runs: maximal runs of consecutive VTA layers become one VTA launch, runs of host
-layers one host step; the tensors crossing between them are int8 at their power-of-two scales (mantissa 1:
-quantise.py)."""
+layers one host step; the tensors crossing between them are int8 at their scales."""
 
 from __future__ import annotations
 
@@ -34,16 +33,6 @@ def runs(kinds: list[LayerKind]) -> list[int]:
         same = k > 0 and (kinds[k - 1] == LayerKind.HOST) == (kind == LayerKind.HOST)
         numbers.append(numbers[-1] if same else (numbers[-1] + 1 if numbers else 0))
     return numbers
-
-
-def crossing(layers: list[Layer]) -> set[str]:
-    """The tensors a run of layers writes and another reads: what passes between the parts."""
-    home: dict[str, int] = {}
-    seen: set[str] = set()
-    for layer, run in zip(layers, runs([layer.kind for layer in layers]), strict=True):
-        seen.update(t for t in layer.inputs if t in home and home[t] != run)
-        home.update({t: run for t in layer.outputs if t})
-    return seen
 
 
 def idle_launches(net: Network, host_ops) -> dict[str, str]:
@@ -116,5 +105,4 @@ def net_tensors(qnet: QuantisedNetwork, parts: list[Part]) -> dict[str, NetTenso
     """Every tensor passed between parts or in and out of the model, with its shape and scale."""
     net = qnet.network
     names = [net.input] + [t for p in parts for t in p.inputs + p.outputs] + list(net.outputs)
-    assert not any(t in qnet.mantissas for t in names), "a tensor the host converts has a mantissa (quantise.py)"
-    return {t: NetTensor(t, net.shapes[t], qnet.exps[t]) for t in dict.fromkeys(names)}
+    return {t: NetTensor(t, net.shapes[t], qnet.exps[t], qnet.sixteenths(t)) for t in dict.fromkeys(names)}

@@ -6,11 +6,11 @@ an addition aligns its inputs by shifts, so its inputs and output share the
 mantissa m. Each such group's mantissa (one of 16 steps of an octave) and
 exponents are those with the least squared error on the calibration inputs
 (each tensor's relative to its own energy): a tensor whose range falls just
-past a power of two no longer gives up nearly a bit. The tensors the host
-converts (the model's input and outputs, host nodes' inputs and outputs) keep
-m = 1, their exponents in the network file; a QuantizeLinear scale is rounded
-to a power of two. Weights get one scale per output channel, m_y / m_x times
-a power of two, so that a convolution's accumulator has scale
+past a power of two no longer gives up nearly a bit. The model's input and
+outputs (what users quantise and read) keep m = 1; the tensors host nodes read
+and write take mantissas too (the network file holds them). A QuantizeLinear
+scale is rounded to a power of two. Weights get one scale per output channel,
+m_y / m_x times a power of two, so that a convolution's accumulator has scale
 m_y * 2**(e_x + e_w[c]) and its requantisation to the output is a right
 shift by e_y - e_x - e_w[c] (per channel when they differ). The rounding
 constant 2**(shift-1) rides along in the int32 bias. The weights' rounding
@@ -31,7 +31,6 @@ from vtasm.formats.network import EXP_LIMIT
 from .calibrate import Statistics, calibrate
 from .convert import Layer, LayerKind, Network
 from .kinds import rules
-from .partition import crossing
 from .quantised import CoarserOutput, QLayer, QuantisedNetwork, exponent_for
 
 
@@ -74,7 +73,7 @@ def quantise(net: Network, calibration: np.ndarray | None, method: str = "mse", 
                 groups.join(t, layer.output)
                 if rules(layer.kind).keeps_scale:
                     ties.join(t, layer.output)
-    fixed = {groups.find(t) for t in _host_converted(net)}
+    fixed = {groups.find(t) for t in (net.input, *net.outputs)}  # what users quantise and read: powers of two
     for t in tensors:
         if t in net.hints or t not in stats:
             fixed.add(groups.find(t))
@@ -115,18 +114,6 @@ def quantise(net: Network, calibration: np.ndarray | None, method: str = "mse", 
 
 
 MANTISSAS = tuple(2.0 ** (k / 16) for k in range(16))  # the candidates for a group's mantissa
-
-
-def _host_converted(net: Network) -> set[str]:
-    """The tensors the host converts between int8 and float or passes between steps: the model's input and
-    outputs, every tensor a host node reads or writes and every one crossing between a network file's steps
-    (their scales are powers of two: the network file holds exponents)."""
-    seen = {net.input, *net.outputs} | crossing(net.layers)
-    for layer in net.layers:
-        if layer.kind == LayerKind.HOST:
-            seen.update(layer.inputs)
-            seen.update(t for t in layer.outputs if t)
-    return seen
 
 
 def _hinted_exponent(net: Network, t: str, notes: list[str]) -> int:

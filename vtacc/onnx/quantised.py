@@ -1,9 +1,9 @@
 """The quantised network: int8 layers (what quantise.py makes from float layers).
 
-A tensor's scale is m * 2**e: the exponent e, and a mantissa m in [1, 2) shared by every tensor its
-layers tie it to (1 for the tensors the host converts: the model's input and outputs, host nodes' inputs
-and outputs). Every rescaling VTA makes is a shift: the mantissas only change which int8 weights and
-biases a layer holds."""
+A tensor's scale is m * 2**e: the exponent e, and a mantissa m = 2**(k / 16) shared by every tensor its
+layers tie it to (1 for the model's input and outputs, which users quantise and read). Every rescaling VTA
+makes is a shift: the mantissas only change which int8 weights and biases a layer holds, and how the host
+converts the tensors it reads and writes (the network file holds k)."""
 
 from __future__ import annotations
 
@@ -78,6 +78,10 @@ class QuantisedNetwork:
     def scale(self, t: str) -> float:
         """Tensor ``t``'s scale: its mantissa times 2 to its exponent."""
         return self.mantissas.get(t, 1.0) * 2.0 ** self.exps[t]
+
+    def sixteenths(self, t: str) -> int:
+        """Tensor ``t``'s mantissa as the network file holds it: 2**(k / 16), k in 0..15."""
+        return round(16 * math.log2(self.mantissas.get(t, 1.0)))
 
     @property
     def input_exp(self) -> int:

@@ -25,7 +25,8 @@ def run_host_step(step: HostStep, values: dict[str, np.ndarray], tensors: dict[s
     Raises FormatError naming the node when an operator cannot be computed
     (one this host lacks, or a mode of it the host does not compute).
     """
-    env: dict[str, np.ndarray] = {t: dequantise(values[t], tensors[t].exp) for t in step.inputs}
+    env: dict[str, np.ndarray] = {t: dequantise(values[t], tensors[t].exp, sixteenths=tensors[t].sixteenths)
+                                  for t in step.inputs}
     for node in step.nodes:
         env.update(run_node(node, env, constants, opset))
     out = {}
@@ -33,7 +34,7 @@ def run_host_step(step: HostStep, values: dict[str, np.ndarray], tensors: dict[s
         if env[t].size != tensors[t].size:
             raise FormatError(f"host step '{step.name}': output '{t}' holds {env[t].size} values, its tensor "
                               f"{list(tensors[t].shape)}")
-        out[t] = quantise(env[t].reshape(tensors[t].shape), tensors[t].exp)
+        out[t] = quantise(env[t].reshape(tensors[t].shape), tensors[t].exp, tensors[t].sixteenths)
     return out
 
 

@@ -3,8 +3,9 @@
 An imported model whose operators VTA cannot all compute runs as VTA's own
 runtime ran it: VTA launches for what VTA computes, the host CPU for the
 rest. :class:`NetworkFile` holds that plan: every tensor passed between steps
-is int8 at a power-of-two scale (``exp``: value = int8 * 2**exp, which is
-also how a float input is quantised and an output dequantised), each VTA
+is int8 at a scale 2**(exp + sixteenths / 16) (value = int8 * scale, which is
+also how a float input is quantised and an output dequantised; the importer
+gives the model's inputs and outputs powers of two), each VTA
 step is a whole program with its tensors bound to the network's, and each
 host step is a list of ONNX nodes computed in float32 (numerics in
 ``vtasim.host``). The file layout (docs/vbin.md): the .vbin header with its
@@ -64,11 +65,12 @@ ONNX_OPSETS = (7, 21)  # the default-domain opsets the importer reads and the ho
 
 @dataclass(frozen=True)
 class NetTensor:
-    """A tensor passed between steps: int8 values at scale 2**exp, in its model shape."""
+    """A tensor passed between steps: int8 values at scale 2**(exp + sixteenths / 16), in its model shape."""
 
     name: str
     shape: tuple[int, ...]
     exp: int
+    sixteenths: int = 0  # the scale's mantissa 2**(sixteenths / 16), 0..15 (the file omits 0)
 
     @property
     def size(self) -> int:
@@ -210,10 +212,15 @@ def write_network(net: NetworkFile) -> bytes:
             steps.append({"kind": Side.HOST.value, "name": step.name, "inputs": step.inputs, "outputs": step.outputs,
                           "nodes": [_node_json(n) for n in step.nodes]})
     meta = {"name": net.name, "opset": net.opset, "inputs": net.inputs, "outputs": net.outputs,
-            "tensors": [{"name": t.name, "shape": list(t.shape), "exp": t.exp} for t in net.tensors.values()],
+            "tensors": [_tensor_json(t) for t in net.tensors.values()],
             "constants": consts, "steps": steps}
     chunks = [("NETW", canonical_json(meta))] + [("PROG", p) for p in programs] + [("HOST", bytes(blob))]
     return framed(MAGIC, VERSION, chunks)
+
+
+def _tensor_json(t: NetTensor) -> dict:
+    entry = {"name": t.name, "shape": list(t.shape), "exp": t.exp}
+    return {**entry, "sixteenths": t.sixteenths} if t.sixteenths else entry
 
 
 def _node_json(node: HostNode) -> dict:
@@ -247,12 +254,15 @@ def read_network(data: bytes, origin: str = "<network>") -> NetworkFile:
     tensors = {}
     for k, entry in enumerate(get_list(meta["tensors"], f"{where} tensors")):
         at = f"{where} tensors[{k}]"
-        entry = get_object(entry, at, ("name", "shape", "exp"))
+        entry = get_object(entry, at, ("name", "shape", "exp"), ("sixteenths",))
         exp = _int(entry["exp"], f"{at} exp")
         if abs(exp) > EXP_LIMIT:
             raise FormatError(f"{at} exp: {exp} lies outside -{EXP_LIMIT}..{EXP_LIMIT}")
+        sixteenths = _int(entry.get("sixteenths", 0), f"{at} sixteenths")
+        if not 0 <= sixteenths < 16:
+            raise FormatError(f"{at} sixteenths: {sixteenths} lies outside 0..15")
         name = get_str(entry["name"], f"{at} name")
-        tensors[name] = NetTensor(name, _shape(entry["shape"], f"{at} shape"), exp)
+        tensors[name] = NetTensor(name, _shape(entry["shape"], f"{at} shape"), exp, sixteenths)
     constants = {}
     for k, entry in enumerate(get_list(meta["constants"], f"{where} constants")):
         at = f"{where} constants[{k}]"
