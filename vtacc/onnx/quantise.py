@@ -73,6 +73,11 @@ def quantise(net: Network, calibration: np.ndarray | None, method: str = "mse", 
                 groups.join(t, layer.output)
                 if rules(layer.kind).keeps_scale:
                     ties.join(t, layer.output)
+        elif layer.kind == LayerKind.HOST and layer.node.op in MOVES:  # values moved, none computed: one scale
+            for t in (t for t in layer.node.inputs if t in stats or t == net.input):
+                for out in (o for o in layer.outputs if o):
+                    groups.join(t, out)
+                    ties.join(t, out)
     fixed = {groups.find(t) for t in (net.input, *net.outputs)}  # what users quantise and read: powers of two
     for t in tensors:
         if t in net.hints or t not in stats:
@@ -113,6 +118,10 @@ def quantise(net: Network, calibration: np.ndarray | None, method: str = "mse", 
     return QuantisedNetwork(net, layers, exps, ranges, notes, float_sample=sample, mantissas=mantissas)
 
 
+MOVES = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "Identity", "Slice", "Split",
+                   "Gather", "Concat", "DepthToSpace", "SpaceToDepth", "Expand", "Tile"})
+"""Host operators whose outputs hold their inputs' values, moved: their tensors share one scale, so the
+host step copies int8 values instead of rounding them again."""
 MANTISSAS = tuple(2.0 ** (k / 16) for k in range(16))  # the candidates for a group's mantissa
 
 
