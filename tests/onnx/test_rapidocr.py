@@ -22,12 +22,12 @@ def test_edit_distance_and_ctc_decoding():
 
 @pytest.mark.slow
 def test_the_recogniser_runs_bit_exact_and_reads_rendered_lines_near_float():
-    """About 45 s (the compile of its 43 launches is most of it). Issue 38's bar, within 1 point of float, is
-    not met yet: docs/onnx.md gives the figure on 100 lines (-1.3 points); on few lines one spurious trailing
-    space costs several points, so this guards against regressions only."""
+    """About 45 s (the compile of its launches is most of it). Issue 38's bar, within 1 point of float, is
+    measured on 100 lines (docs/onnx.md: -0.3 points); on four lines one spurious character costs 2.5
+    points, so this allows one."""
     from examples.rapidocr.run import recogniser
 
     r = recogniser(n_lines=4, n_calibration=8, seed=1, timing=False)
     assert r["exact"]
     assert r["float_acc"] > 90  # the trained model reads the example's rendered lines
-    assert r["vta_acc"] >= r["float_acc"] - 6
+    assert r["vta_acc"] >= r["float_acc"] - 3
