@@ -183,8 +183,8 @@ def import_model(path: str | Path, calibration: str | Path | np.ndarray | None =
             data = read_calibration(calibration, network.name, shape)
     qnet = quantise(network, data, method, keep=SAMPLES if data is not None else 0)
     if data is not None:
-        correct_biases(qnet, np.asarray(data[:SAMPLES], dtype=np.float64), qnet.float_sample)
-        qnet.sqnr = measure(qnet, data)
+        computed = correct_biases(qnet, np.asarray(data[:SAMPLES], dtype=np.float64), qnet.float_sample)
+        qnet.sqnr = measure(qnet, data, computed=computed)
     parts = partition(qnet)
     source, params = emit_vk(qnet) if len(parts) == 1 and parts[0].kind == Side.VTA else ("", {})
     return Imported(qnet, source, params, parts)

@@ -28,19 +28,22 @@ def sqnr_db(signal: float, noise: float) -> float:
     return 10 * math.log10(signal / noise) if signal > 0 else -math.inf
 
 
-def measure(qnet: QuantisedNetwork, data: np.ndarray, samples: int = SAMPLES) -> dict[str, float]:
+def measure(qnet: QuantisedNetwork, data: np.ndarray, samples: int = SAMPLES,
+            computed: list[tuple[dict[str, np.ndarray], dict[str, np.ndarray]]] | None = None) -> dict[str, float]:
     """SQNR in dB of every int8 tensor the network computes, over the first ``samples`` inputs of ``data``;
     on the way, each output's values beyond its int8 range (``qnet.clipped``) and, for an output of class
     scores ([N, classes], classes > 1), on how many inputs its top class is the float network's
-    (``qnet.top1``)."""
+    (``qnet.top1``). ``computed``: the float and int8 values of those inputs' pieces, if a pass already
+    made them (correct.correct_biases)."""
     net = qnet.network
     signal: dict[str, float] = {}
     noise: dict[str, float] = {}
     qnet.clipped, qnet.top1 = {t: 0 for t in net.outputs}, {}
     kept, qnet.float_sample = qnet.float_sample, None  # what calibration computed of these inputs, if it did
-    for piece in batches(net, data[:samples]):
-        want = kept if kept is not None and len(piece) == samples else run_float(net, piece)
-        got = run_int8(qnet, qnet.quantise_input(piece))
+    pieces = computed if computed is not None else (
+        (kept if kept is not None and len(piece) == samples else run_float(net, piece),
+         run_int8(qnet, qnet.quantise_input(piece))) for piece in batches(net, data[:samples]))
+    for want, got in pieces:
         for t, q in got.items():
             if t == net.input or t not in want or t not in qnet.exps:
                 continue

@@ -24,7 +24,7 @@ from .convert.layers import LayerKind
 from .exact import low_byte
 from .float_run import batches, run_float
 from .kinds import rules
-from .kinds.product import float_product, products, rounding
+from .kinds.product import float_product, products, requantised, rounding
 from .partition import host_step, net_tensors, partition, step_names
 from .quantised import QLayer, QuantisedNetwork
 
@@ -32,9 +32,12 @@ MIN_VALUES = 32  # per channel: fewer would measure its mean with more noise tha
 BIAS_LIMIT = 2**31 - 1
 
 
-def correct_biases(qnet: QuantisedNetwork, data: np.ndarray, floats: dict[str, np.ndarray] | None = None) -> int:
+def correct_biases(qnet: QuantisedNetwork, data: np.ndarray, floats: dict[str, np.ndarray] | None = None
+                   ) -> list[tuple[dict[str, np.ndarray], dict[str, np.ndarray]]]:
     """Correct the biases of ``qnet``'s convolutions by their mean error on the float inputs ``data``
-    (``floats``: their float activations, if calibration kept them). Returns how many channels moved."""
+    (``floats``: their float activations, if calibration kept them). Returns, per piece of ``data`` the
+    network runs on (float_run.batches), its float and its (corrected) int8 values: the report's SQNR
+    measures them (accuracy.measure)."""
     net = qnet.network
     pieces = list(batches(net, data))  # host steps take one model batch at a time
     if floats is None or len(pieces) != 1:
@@ -44,7 +47,6 @@ def correct_biases(qnet: QuantisedNetwork, data: np.ndarray, floats: dict[str, n
     values_of = [{net.input: qnet.quantise_input(piece)} for piece in pieces]
     parts = partition(qnet)
     tensors = net_tensors(qnet, parts)
-    moved = 0
     for part, name in zip(parts, step_names(parts), strict=True):
         if part.kind == Side.HOST:
             step = host_step(part, qnet, name)
@@ -53,17 +55,21 @@ def correct_biases(qnet: QuantisedNetwork, data: np.ndarray, floats: dict[str, n
             continue
         for q in part.layers:
             ins_of = [[values[t] for t in q.layer.inputs] for values in values_of]
-            if q.kind == LayerKind.CONV:
-                moved += _correct(q, ins_of, [[f[t] for t in q.layer.inputs] for f in floats_of])
-            for values, ins in zip(values_of, ins_of, strict=True):
-                values[q.layer.output] = low_byte(rules(q.kind).int8(q, ins))
-    return moved
+            if q.kind != LayerKind.CONV:
+                for values, ins in zip(values_of, ins_of, strict=True):
+                    values[q.layer.output] = low_byte(rules(q.kind).int8(q, ins))
+                continue
+            accs = [products(q, ins) for ins in ins_of]  # once: the correction and the result read them
+            _correct(q, accs, [[f[t] for t in q.layer.inputs] for f in floats_of])
+            for values, acc in zip(values_of, accs, strict=True):
+                values[q.layer.output] = low_byte(requantised(q, acc))
+    return list(zip(floats_of, values_of, strict=True))
 
 
-def _correct(q: QLayer, ins_of: list[list[np.ndarray]], float_ins_of: list[list[np.ndarray]]) -> int:
+def _correct(q: QLayer, accs: list[np.ndarray], float_ins_of: list[list[np.ndarray]]) -> int:
     """Move one convolution's bias by its channels' mean error over the pieces (in accumulator steps,
-    rounded)."""
-    acc = np.concatenate([products(q, ins) for ins in ins_of]).astype(np.float64)
+    rounded); how many channels moved."""
+    acc = np.concatenate(accs).astype(np.float64)
     if acc.size // acc.shape[1] < MIN_VALUES:
         return 0
     axes = tuple(a for a in range(acc.ndim) if a != 1)

@@ -67,8 +67,12 @@ def rounding(shift: np.ndarray | int) -> np.ndarray:
 def int8_product(q: QLayer, ins: list[np.ndarray]) -> np.ndarray:
     """acc = x * w + bias (int32, wrapping); with a slope, max(acc, sum of acc >> k); then acc >> shift
     (arithmetic: toward minus infinity) clipped to the bounds."""
+    return requantised(q, products(q, ins))
+
+
+def requantised(q: QLayer, acc: np.ndarray) -> np.ndarray:
+    """The layer's int8 result from its products ``acc`` (int32, before the bias): see int8_product."""
     layer = q.layer
-    acc = products(q, ins)
     acc = exact.wrap32(acc + exact.per_channel(q.bias, acc.ndim))
     if layer.leaky:  # max(a, sum of a >> k): the slope on the accumulator, rounding constant included
         acc = np.maximum(acc, exact.wrap32(sum(acc >> k for k in layer.leaky)))
