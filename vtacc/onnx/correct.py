@@ -20,11 +20,11 @@ import numpy as np
 from vtasim.host.step import run_host_step
 from vtasm.formats.network import Side
 
-from .convert.layers import LayerKind
+from .convert.layers import Layer, LayerKind
 from .exact import low_byte
 from .float_run import batches, run_float
 from .kinds import rules
-from .kinds.product import float_product, products, requantised, rounding
+from .kinds.product import products, requantised, rounding
 from .partition import host_step, net_tensors, partition, step_names
 from .quantised import QLayer, QuantisedNetwork
 
@@ -69,16 +69,35 @@ def correct_biases(qnet: QuantisedNetwork, data: np.ndarray, floats: dict[str, n
 def _correct(q: QLayer, accs: list[np.ndarray], float_ins_of: list[list[np.ndarray]]) -> int:
     """Move one convolution's bias by its channels' mean error over the pieces (in accumulator steps,
     rounded); how many channels moved."""
-    acc = np.concatenate(accs).astype(np.float64)
-    if acc.size // acc.shape[1] < MIN_VALUES:
+    count = sum(acc.size for acc in accs) // accs[0].shape[1]
+    if count < MIN_VALUES:
         return 0
-    axes = tuple(a for a in range(acc.ndim) if a != 1)
+    got = sum(acc.sum(axis=(0, 2, 3), dtype=np.int64) for acc in accs) / count
     steps = q.out_mant * 2.0 ** (q.in_exps[0] + np.asarray(q.w_exps, dtype=np.float64))
-    want = np.concatenate([float_product(q.layer, f) for f in float_ins_of]).mean(axis=axes) / steps
+    want = sum(_float_sums(q.layer, ins[0]) for ins in float_ins_of) / count / steps + q.layer.bias / steps
     offset = q.bias.astype(np.float64) - np.broadcast_to(rounding(q.shift), q.bias.shape)
-    delta = np.rint(acc.mean(axis=axes) + offset - want)
+    delta = np.rint(got + offset - want)
     bias = q.bias.astype(np.float64) - delta
     if not np.isfinite(delta).all() or np.abs(bias).max() > BIAS_LIMIT:
         return 0
     q.bias = bias.astype(np.int32)
     return int(np.count_nonzero(delta))
+
+
+def _float_sums(layer: Layer, x: np.ndarray) -> np.ndarray:
+    """Per output channel, the float convolution's products (no bias) summed over every output position:
+    the sum of each tap's weight times the sum of the input values that tap reads (a sum is linear), so no
+    convolution is computed: KH x KW strided sums of the padded input."""
+    top, left, bottom, right = layer.sides
+    x = np.pad(np.asarray(x, dtype=np.float64), ((0, 0), (0, 0), (top, bottom), (left, right)))
+    w = layer.weight.astype(np.float64, copy=False)
+    oc, cpg, kh, kw = w.shape
+    oh, ow, s = layer.shape[2], layer.shape[3], layer.stride
+    taps = np.empty((x.shape[1], kh, kw))
+    for i in range(kh):
+        for j in range(kw):
+            taps[:, i, j] = x[:, :, i : i + (oh - 1) * s + 1 : s, j : j + (ow - 1) * s + 1 : s].sum(axis=(0, 2, 3))
+    groups = layer.groups
+    return np.einsum("gocij,gcij->go", w.reshape(groups, oc // groups, cpg, kh, kw),
+                     taps.reshape(groups, cpg, kh, kw)).reshape(oc)
+
