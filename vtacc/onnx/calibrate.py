@@ -2,9 +2,9 @@
 
 For the input of each convolution (per channel) and dense layer (per
 element), the mean value too: the quantiser takes the mean error its
-rounded weights make on it off the bias. All are gathered a bounded piece of the calibration inputs at a time (the
-float network's values are dropped after each piece), so a few hundred
-images fit in little memory. The histogram (BINS per octave) is enough to
+rounded weights make on it off the bias. All are gathered a bounded piece
+of the calibration inputs at a time (the float network's values are
+dropped after each piece), so a few hundred images fit in little memory. The histogram (BINS per octave) is enough to
 weigh every candidate power-of-two scale: values beyond 127 steps are
 clipped, values below keep a rounding error of a twelfth of a step squared
 (or their own square, when they round to zero).

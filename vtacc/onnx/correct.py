@@ -66,22 +66,20 @@ def correct_biases(qnet: QuantisedNetwork, data: np.ndarray, floats: dict[str, n
     return list(zip(floats_of, values_of, strict=True))
 
 
-def _correct(q: QLayer, accs: list[np.ndarray], float_ins_of: list[list[np.ndarray]]) -> int:
+def _correct(q: QLayer, accs: list[np.ndarray], float_ins_of: list[list[np.ndarray]]) -> None:
     """Move one convolution's bias by its channels' mean error over the pieces (in accumulator steps,
-    rounded); how many channels moved."""
+    rounded)."""
     count = sum(acc.size for acc in accs) // accs[0].shape[1]
     if count < MIN_VALUES:
-        return 0
+        return
     got = sum(acc.sum(axis=(0, 2, 3), dtype=np.int64) for acc in accs) / count
     steps = q.out_mant * 2.0 ** (q.in_exps[0] + np.asarray(q.w_exps, dtype=np.float64))
     want = sum(_float_sums(q.layer, ins[0]) for ins in float_ins_of) / count / steps + q.layer.bias / steps
     offset = q.bias.astype(np.float64) - np.broadcast_to(rounding(q.shift), q.bias.shape)
     delta = np.rint(got + offset - want)
     bias = q.bias.astype(np.float64) - delta
-    if not np.isfinite(delta).all() or np.abs(bias).max() > BIAS_LIMIT:
-        return 0
-    q.bias = bias.astype(np.int32)
-    return int(np.count_nonzero(delta))
+    if np.isfinite(delta).all() and np.abs(bias).max() <= BIAS_LIMIT:
+        q.bias = bias.astype(np.int32)
 
 
 def _float_sums(layer: Layer, x: np.ndarray) -> np.ndarray:

@@ -25,6 +25,7 @@ import math
 
 import numpy as np
 
+from vtasim.host.quant import scale_of
 from vtasm.errors import ModelError
 from vtasm.formats.network import EXP_LIMIT
 
@@ -122,7 +123,7 @@ MOVES = frozenset({"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose", "I
                    "Gather", "Concat", "DepthToSpace", "SpaceToDepth", "Expand", "Tile"})
 """Host operators whose outputs hold their inputs' values, moved: their tensors share one scale, so the
 host step copies int8 values instead of rounding them again."""
-MANTISSAS = tuple(2.0 ** (k / 16) for k in range(16))  # the candidates for a group's mantissa
+MANTISSAS = tuple(scale_of(0, k) for k in range(16))  # a group's mantissa: k sixteenths, as the host reads them
 
 
 def _hinted_exponent(net: Network, t: str, notes: list[str]) -> int:
