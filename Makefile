@@ -38,6 +38,10 @@ demo: $(STAMP) bytecode
 	$(BIN)/vtasim run out/zoo/googlenet.vbin --input data_0=out/zoo/image.npy --output prob_1=out/zoo/prob.npy \
 		--timing --timeline out/zoo/googlenet_steps.png
 	@echo "-- float probabilities: out/zoo/prob.npy; the steps as a picture: out/zoo/googlenet_steps.png"
+	@echo "-- the same network on the emulated board of the Chisel shell (a dry run of a Pynq deployment; docs/board.md)"
+	$(BIN)/vtasim run out/zoo/googlenet.vbin --input data_0=out/zoo/image.npy --output prob_1=out/zoo/prob_board.npy \
+		--board chisel-2021 --platform emulated --timing
+	@$(BIN)/python -c "import numpy as n, sys; same = n.array_equal(n.load('out/zoo/prob.npy'), n.load('out/zoo/prob_board.npy')); print('-- board and simulator give the same probabilities:', same); sys.exit(0 if same else 1)"
 	@echo "-- all nine model-zoo networks, checked against numpy and onnxruntime: python examples/zoo/run.py --all"
 	@echo
 	@echo "== 2. ResNet-18 layer C8 with the conv_opt schedule: kernel -> assembly -> binary -> run =="

@@ -23,7 +23,7 @@ PACKAGES = ("vtasm", "vtasim", "vtacc")
 RANKS = {
     "vtasm": {"isa": 0, "asm": 1, "formats": 1, "cli": 2},
     # the timing model and the functional machine are siblings: neither imports the other
-    "vtasim": {"host": 0, "core": 1, "timing": 1, "checks": 2, "outputs": 2, "runs": 3, "cli": 4},
+    "vtasim": {"host": 0, "core": 1, "timing": 1, "checks": 2, "outputs": 2, "runs": 3, "board": 4, "cli": 5},
     # the ONNX importer writes kernel language and asks the schedule what it can fuse; the compiler's
     # reports read compiled programs and models; neither the importer nor the back end imports the other
     "vtacc": {"frontend": 0, "schedule": 1, "backend": 2, "onnx": 2, "driver": 3, "reports": 4, "explore": 5,

@@ -3,6 +3,7 @@
     from vtasim import api
     net = api.load("net.vbin")
     probs = api.run(net, {"data": images})["prob"]    # float32 in, float32 out; N images stacked run N times
+    probs = api.run(net, images, board="hls", platform="emulated")  # the VTA launches on a board
     t = api.timing(net, "hls", images)                 # VTA's cycles per launch, the host's time per step
     print(t); t.vta_cycles, t.steps[0].cycles, t.rows()   # the table, or its numbers
 
@@ -33,14 +34,27 @@ def load(path: str | Path) -> NetworkFile:
 
 
 def run(net: NetworkFile | str | Path, inputs: dict[str, np.ndarray] | np.ndarray, int8: bool = False,
-        max_ops: int = DEFAULT_MAX_OPS) -> dict[str, np.ndarray]:
-    """Every model output for the given inputs (an array alone is the model's only input)."""
+        max_ops: int = DEFAULT_MAX_OPS, board: str | None = None, platform: str = "pynq",
+        bitstream: str | None = None, timeout: float = 10.0) -> dict[str, np.ndarray]:
+    """Every model output for the given inputs (an array alone is the model's only input). With ``board``
+    ("hls" or "chisel-2021") the VTA launches run on a board of that design reached through ``platform``
+    (the module providing the pynq API; "emulated" for this toolchain's emulated board), as `vtasim run
+    --board` runs them (docs/board.md)."""
     if not isinstance(net, NetworkFile):
         net = load(net)
     if not isinstance(inputs, dict):
         inputs = {net.inputs[0]: inputs}
     given = int8_inputs(net, inputs, "the inputs", "input")
-    runs = run_batches(net, given, max_ops)
+    if board is not None:
+        from vtasim.board.launch import BoardLauncher, BoardSpec
+
+        with BoardSpec(board, platform, bitstream, timeout).open() as device:
+            for step in net.steps:
+                if step.kind == "vta":
+                    device.check_config(step.program, f"{net.name}: launch '{step.name}'")
+            runs = run_batches(net, given, max_ops, launch=BoardLauncher(device, net.name))
+    else:
+        runs = run_batches(net, given, max_ops)
     new_axis = any(v.new_axis for v in given.values())
     return {name: stacked(net, runs, name, int8, new_axis) for name in net.outputs}
 

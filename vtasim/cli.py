@@ -13,7 +13,7 @@ import click
 from vtasim.core.faults import located
 from vtasim.core.memory import check_dma
 from vtasim.core.pipeline import DEFAULT_MAX_OPS
-from vtasim.outputs.io import check_writable, default_out_dir, parse_assignment, parse_dram_range
+from vtasim.outputs.io import check_names, check_writable, default_out_dir, parse_assignment, parse_dram_range
 from vtasim.runs.runner import RunOptions, simulate
 from vtasim.timing_cli import run_timing, timing_options, timing_request
 from vtasm.cli_support import FILE, config_option, open_program, reports_errors, traceback_option
@@ -30,7 +30,8 @@ def main() -> None:
     """Functional simulator of VTA programs, bit-exact with the reference behavioral simulator.
 
     Exit codes: 0 success, 1 bad input, 2 usage error, 3 simulation fault,
-    4 races found by --check-races, 70 internal error.
+    4 races found by --check-races, 5 a board's device did not finish in time,
+    6 a board refused an operation, 70 internal error.
     """
 
 
@@ -59,6 +60,10 @@ class RunArgs:
     mem_latency: int | None
     timing_sets: tuple[str, ...]
     timeline: str | None
+    board: str | None
+    bitstream: str | None
+    platform: str | None
+    board_timeout: float | None
 
 
 @main.command()
@@ -89,6 +94,14 @@ class RunArgs:
 @click.option("--int8", "int8_outputs", is_flag=True, help="Network files: write outputs as the int8 values "
               "computed (default: float32 at each output's scale).")
 @timing_options
+@click.option("--board", type=click.Choice(["hls", "chisel-2021"]), default=None,
+              help="Run on a VTA FPGA board of this design instead of the simulator (docs/board.md).")
+@click.option("--bitstream", metavar="FILE.bit", default=None, help="With --board: the bitstream to load (its "
+              ".hwh and vta_config.json beside it; default vta-DESIGN.bit).")
+@click.option("--platform", metavar="MODULE", default=None, help="With --board: the module providing the pynq "
+              "API (default pynq; 'emulated' is this toolchain's emulated board).")
+@click.option("--board-timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS",
+              help="With --board: how long a run may take before the device counts as hung (default 10).")
 @traceback_option
 @reports_errors
 def run(program: str | None, **given) -> None:
@@ -109,6 +122,12 @@ def run(program: str | None, **given) -> None:
             raise UsageError(f"missing PROGRAM: --timing read {a.timing} as its profile; put the program first "
                              f"(vtasim run {a.timing} --timing) or write --timing=PROFILE")
         raise UsageError("missing argument PROGRAM (a .vbin file or a raw directory)")
+    if a.board or a.bitstream or a.platform or a.board_timeout is not None:
+        from vtasim.board_cli import refuse_off_board, run_on_board
+
+        refuse_off_board(a)
+        run_on_board(program, a, network_file(program))
+        return
     request = timing_request(a.timing, a.timing_only, a.mem_latency, a.timing_sets, a.timeline)
     if network_file(program):
         _run_network_file(program, a, request)
@@ -124,7 +143,7 @@ def run(program: str | None, **given) -> None:
     if request.only:
         _time_only(prog, request, a.profile)
         return
-    _check_names(a.inputs, a.outputs, a.dram_dumps, program)
+    check_names(a.inputs, a.outputs, a.dram_dumps, program)
     opts = RunOptions(
         inputs=[parse_assignment(t, "--input") for t in a.inputs],
         outputs=[parse_assignment(t, "--output") for t in a.outputs],
@@ -153,7 +172,7 @@ def _run_network_file(program: str, a: RunArgs, request) -> None:
     if request.only and a.out_dir:
         raise UsageError("--timing-only computes no data, so --out-dir cannot be used with it (use --timing "
                          "to run both)")
-    _check_names(a.inputs, a.outputs, (), program)
+    check_names(a.inputs, a.outputs, (), program)
     _run_network(program, request, a.profile, NetworkOptions(
         inputs=[parse_assignment(t, "--input") for t in a.inputs],
         outputs=[parse_assignment(t, "--output") for t in a.outputs],
@@ -270,22 +289,6 @@ def _refuse_with_timing_only(outputs, dram_dumps, out_dir, trace: bool, check_ra
     if asked:
         raise UsageError(f"--timing-only computes no data, so {', '.join(asked)} cannot be used with it "
                          "(use --timing to run both)")
-
-
-def _check_names(inputs, outputs, dram_dumps, program: str) -> None:
-    """Refuse a tensor given twice, an output path used twice, or an output over the program."""
-    seen: set[str] = set()
-    for text in inputs:
-        name = parse_assignment(text, "--input")[0]
-        if name in seen:
-            raise UsageError(f"--input {name} is given twice")
-        seen.add(name)
-    paths = [parse_assignment(t, "--output")[1] for t in outputs] + [parse_dram_range(t)[2] for t in dram_dumps]
-    for i, path in enumerate(paths):
-        if path in paths[:i]:
-            raise UsageError(f"output file {path} is given twice")
-        if same_file(path, program):
-            raise UsageError(f"output file {path} is the program itself")
 
 
 def _simulate_to_file(prog, opts: RunOptions, path: Path):

@@ -132,8 +132,9 @@ def _batches(net: NetworkFile, name: str, array: np.ndarray, path: str) -> Sampl
 
 
 def run_batches(net: NetworkFile, given: dict[str, Samples], max_ops: int = DEFAULT_MAX_OPS,
-                before_step=None, origin: str = "network") -> list[NetworkRun]:
-    """One run per sample of the int8 ``given`` inputs (every model input needs the same number)."""
+                before_step=None, origin: str = "network", launch=None) -> list[NetworkRun]:
+    """One run per sample of the int8 ``given`` inputs (every model input needs the same number); VTA launches
+    through ``launch`` (launches.run_network's; the simulator when None)."""
     counts = {len(v) for v in given.values()}
     if len(counts) > 1:
         raise FormatError(f"{origin}: the inputs hold different numbers of samples ({sorted(counts)})")
@@ -147,7 +148,8 @@ def run_batches(net: NetworkFile, given: dict[str, Samples], max_ops: int = DEFA
     runs = []
     for k in range(counts.pop() if counts else 1):
         try:
-            run = run_network(net, {n: v[k] for n, v in given.items()}, max_ops, hook)
+            run = run_network(net, {n: v[k] for n, v in given.items()}, max_ops, hook,
+                              **({"launch": launch} if launch is not None else {}))
         except SimFault as exc:
             raise located(net.steps[current[0]].program, exc) from None
         except FormatError as exc:
@@ -179,8 +181,10 @@ def int8_inputs(net: NetworkFile, arrays: dict[str, np.ndarray], origin: str,
     return given
 
 
-def run_network_file(net: NetworkFile, opts: NetworkOptions, out: TextIO | None = None) -> NetworkReport:
-    """Run the network on the given files and write the outputs (only after every run succeeded)."""
+def run_network_file(net: NetworkFile, opts: NetworkOptions, out: TextIO | None = None,
+                     launch=None) -> NetworkReport:
+    """Run the network on the given files and write the outputs (only after every run succeeded); VTA
+    launches through ``launch`` (a board's, vtasim.board.launch) or the simulator."""
     check_runnable(net, opts.origin)
     given: dict[str, Samples] = {}
     for name, path in opts.inputs:
@@ -197,7 +201,7 @@ def run_network_file(net: NetworkFile, opts: NetworkOptions, out: TextIO | None 
     if opts.out_dir is not None:
         check_out_dir(opts.out_dir)
     observers = _Observers(net, opts, out)
-    runs = run_batches(net, given, opts.max_ops, observers.attach, opts.origin)
+    runs = run_batches(net, given, opts.max_ops, observers.attach, opts.origin, launch)
     new_axis = any(getattr(v, "new_axis", False) for v in given.values())
     arrays: dict[str, bytes] = {}
 

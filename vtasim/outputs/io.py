@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from vtasm.errors import FormatError, UsageError
-from vtasm.fileio import npy_bytes, read_npy, write_atomic
+from vtasm.fileio import npy_bytes, read_npy, same_file, write_atomic
 from vtasm.program import Program
 
 
@@ -150,3 +150,19 @@ def default_out_dir(program_path: str | Path) -> Path:
     p = Path(program_path)
     name = p.name[: -len(p.suffix)] if p.suffix and not p.is_dir() else p.name
     return p.parent / f"{name}.out"
+
+
+def check_names(inputs, outputs, dram_dumps, program: str) -> None:
+    """Refuse a tensor given twice, an output path used twice, or an output over the program."""
+    seen: set[str] = set()
+    for text in inputs:
+        name = parse_assignment(text, "--input")[0]
+        if name in seen:
+            raise UsageError(f"--input {name} is given twice")
+        seen.add(name)
+    paths = [parse_assignment(t, "--output")[1] for t in outputs] + [parse_dram_range(t)[2] for t in dram_dumps]
+    for i, path in enumerate(paths):
+        if path in paths[:i]:
+            raise UsageError(f"output file {path} is given twice")
+        if same_file(path, program):
+            raise UsageError(f"output file {path} is the program itself")

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -25,6 +26,9 @@ from vtasm.formats.network import HostStep, NetworkFile, Step
 # called before each step with its index, the step, and a VTA launch's machine (None for a host step): traces,
 # lint and race checks attach here
 StepHook = Callable[[int, Step, Machine | None], None]
+# runs one VTA launch as session.run_arrays does (program, inputs, outputs, max_ops, before_run) -> (outputs,
+# a result whose profile() is the step's counters): the simulator, or a board (vtasim.board.launch)
+Launcher = Callable[..., tuple[dict[str, np.ndarray], Any]]
 
 
 @dataclass
@@ -49,8 +53,9 @@ class NetworkRun:
 
 
 def run_network(net: NetworkFile, inputs: dict[str, np.ndarray], max_ops: int = DEFAULT_MAX_OPS,
-                before_step: StepHook | None = None) -> NetworkRun:
-    """Run every step on the int8 ``inputs`` (model input name -> array in its model shape).
+                before_step: StepHook | None = None, launch: Launcher = run_arrays) -> NetworkRun:
+    """Run every step on the int8 ``inputs`` (model input name -> array in its model shape); each VTA launch
+    through ``launch`` (the simulator unless a board is given).
 
     Raises FormatError for a missing or badly shaped input, SimFault for a
     fault of a VTA launch (the caller locates it in that launch's program).
@@ -76,7 +81,7 @@ def run_network(net: NetworkFile, inputs: dict[str, np.ndarray], max_ops: int = 
         program = step.program
         arrays = {prog: values[net_name].reshape(program.tensor(prog).shape) for net_name, prog in step.inputs.items()}
         hook = None if before_step is None else (lambda machine, k=k, step=step: before_step(k, step, machine))
-        got, result = run_arrays(program, arrays, list(step.outputs.values()), max_ops, hook)
+        got, result = launch(program, arrays, list(step.outputs.values()), max_ops, hook)
         for net_name, prog_name in step.outputs.items():
             values[net_name] = got[prog_name].reshape(net.tensors[net_name].shape)
         run.records.append(StepRecord(step, time.perf_counter() - started, result.profile()))

@@ -63,10 +63,7 @@ class RunReport:
 def simulate(program: Program, opts: RunOptions, trace_out: TextIO | None = None) -> RunReport:
     """Run a program with the given options; raise SimFault/FormatError on failure."""
     machine = Machine(program, opts.max_ops)
-    apply_inputs(program, machine.state.dram, opts.inputs)
-    if not opts.zero_inputs:
-        _check_inputs(program, opts)
-    _check_outputs(program, opts, machine.state.dram)
+    prepare(program, opts, machine.state.dram)
     out = trace_out
     if opts.trace or opts.check_races or opts.lint:  # loaded only when asked for: start-up stays short
         from vtasim.checks.lint import Linter
@@ -87,13 +84,28 @@ def simulate(program: Program, opts: RunOptions, trace_out: TextIO | None = None
         result = machine.run()
     except SimFault as exc:
         raise located(program, exc) from None
-    pending = _collect(program, opts, result.state.dram)
-    write_files(pending)
+    written = write_results(program, opts, result.state.dram)
     races = [r.describe(program) for r in checker.report()] if checker else []
     found = linter.report() if linter else []
     warnings = [w.describe(program) for w in found]
     summary = lint_summary(found) if linter else ""
-    return RunReport(result, races, warnings, [f.path for f in pending], summary)
+    return RunReport(result, races, warnings, written, summary)
+
+
+def prepare(program: Program, opts: RunOptions, dram) -> None:
+    """Before a run: the --input tensors written into ``dram`` (the program's DRAM image), every input the
+    program reads given (unless zero_inputs), every output place checked."""
+    apply_inputs(program, dram, opts.inputs)
+    if not opts.zero_inputs:
+        _check_inputs(program, opts)
+    _check_outputs(program, opts, dram)
+
+
+def write_results(program: Program, opts: RunOptions, dram) -> list[Path]:
+    """After a run: every output file computed from ``dram`` and written; the paths written."""
+    pending = _collect(program, opts, dram)
+    write_files(pending)
+    return [f.path for f in pending]
 
 
 def _check_inputs(program: Program, opts: RunOptions) -> None:
