@@ -15,14 +15,15 @@ from vtasm.formats.raw import load_program
 from .harness import DESIGNS, bitstream, board_and_simulator, random_inputs
 
 EXAMPLES = sorted((REPO / "examples").glob("*.vk"))
+GOLDEN_CONFIGS = CONFIGS + ("batch4", "uop14")  # every valid golden configuration
 FIXED_TILES = {"resnet_c8.vk"}  # fixes tiles only some configurations' buffers hold (test_portability.py)
 
 
 @pytest.mark.parametrize("design", DESIGNS)
-@pytest.mark.parametrize("cfg", CONFIGS)
+@pytest.mark.parametrize("cfg", GOLDEN_CONFIGS)
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
 def test_every_example_gives_the_simulators_bytes(path, cfg, design, tmp_path):
-    if path.name in FIXED_TILES and cfg in ("batch2", "block8"):
+    if path.name in FIXED_TILES and cfg in ("batch2", "batch4", "block8"):
         pytest.skip(f"{path.name} fixes its tiles for the default configuration")
     program = compile_file(check_source(path.read_text(), str(path)), config(cfg)).program
     golden = None if cfg == "default" else GOLDEN / f"{cfg}.config.json"
@@ -31,7 +32,10 @@ def test_every_example_gives_the_simulators_bytes(path, cfg, design, tmp_path):
 
 
 @pytest.mark.parametrize("design", DESIGNS)
-@pytest.mark.parametrize("name", ["eltwise", "pooling", "gemm_stream", "resnet18_full"])
+@pytest.mark.parametrize("name", ["eltwise", "pooling", "gemm_stream", "resnet18_full",
+                                  pytest.param("gemm_big", marks=pytest.mark.slow),
+                                  pytest.param("pooling_big", marks=pytest.mark.slow),
+                                  pytest.param("eltwise_big", marks=pytest.mark.slow)])
 def test_the_perf_yardsticks_give_the_simulators_bytes(name, design, tmp_path):
     program = load_program(require(SHARED / "perf" / "raw" / name))
     pairs = board_and_simulator(program, design, bitstream(tmp_path, design), random_inputs(program, 1))
