@@ -23,6 +23,7 @@ from vtasim.core.pipeline import DEFAULT_MAX_OPS
 from vtasim.network_cli import check_runnable, int8_inputs, run_batches, stacked
 from vtasim.timing.names import DEFAULT
 from vtasim.timing.network_timing import NetworkTiming, time_network
+from vtasm.errors import UsageError
 from vtasm.formats.network import NetworkFile, load_network
 
 
@@ -45,6 +46,8 @@ def run(net: NetworkFile | str | Path, inputs: dict[str, np.ndarray] | np.ndarra
     if not isinstance(inputs, dict):
         inputs = {net.inputs[0]: inputs}
     given = int8_inputs(net, inputs, "the inputs", "input")
+    if board is None and (platform != "pynq" or bitstream is not None):
+        raise UsageError("platform and bitstream choose the board that board= names (hls or chisel-2021)")
     if board is not None:
         from vtasim.board.launch import BoardLauncher, BoardSpec
 

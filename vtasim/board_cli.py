@@ -9,20 +9,26 @@ import click
 
 from vtasm.errors import UsageError
 
-BOARD_OPTIONS = "--input, --zero-inputs, --output, --dump-dram, --out-dir, --int8 and --timing"
+BOARD_OPTIONS = ("--input, --zero-inputs, --output, --dump-dram, --out-dir, --int8, --timing, --mem-latency "
+                 "and --set")
 
 
 def refuse_off_board(a) -> None:
-    """Options the hardware cannot serve (they watch the simulator's steps or compute no data)."""
-    asked = [name for name, given in (("--trace", a.trace or a.trace_uops or a.trace_source or a.trace_format
-                                       or a.trace_file), ("--check-races", a.check_races), ("--lint", a.lint),
-                                      ("--profile", a.profile), ("--timing-only", a.timing_only),
+    """Options the hardware cannot serve (they watch the simulator's steps, bound its work or compute no
+    data), and the board's options without --board."""
+    from vtasim.core.pipeline import DEFAULT_MAX_OPS
+
+    asked = [name for name, given in (("--trace", a.trace), ("--trace-uops", a.trace_uops),
+                                      ("--trace-source", a.trace_source), ("--trace-format", a.trace_format),
+                                      ("--trace-file", a.trace_file), ("--check-races", a.check_races),
+                                      ("--lint", a.lint), ("--profile", a.profile), ("--max-ops",
+                                      a.max_ops != DEFAULT_MAX_OPS), ("--timing-only", a.timing_only),
                                       ("--timeline", a.timeline)) if given]
-    if asked:
-        raise UsageError(f"{', '.join(asked)}: not available with --board (they watch the simulator); on a board "
-                         f"{BOARD_OPTIONS} are")
-    if not a.board and (a.bitstream or a.platform or a.board_timeout is not None):
+    if not a.board and (a.bitstream is not None or a.platform is not None or a.board_timeout is not None):
         raise UsageError("--bitstream, --platform and --board-timeout go with --board hls|chisel-2021")
+    if asked:
+        raise UsageError(f"{', '.join(asked)}: not available with --board (the simulator's options); on a board, "
+                         f"{BOARD_OPTIONS} apply")
 
 
 def run_on_board(program: str, a, network: bool) -> None:
@@ -31,26 +37,33 @@ def run_on_board(program: str, a, network: bool) -> None:
     from vtasim.board.platform import DEFAULT_PLATFORM
 
     refuse_off_board(a)
-    spec = BoardSpec(a.board, a.platform or DEFAULT_PLATFORM, a.bitstream,
-                     a.board_timeout if a.board_timeout is not None else 10.0)
     profile = None
     if a.timing is not None or a.mem_latency is not None or a.timing_sets:
+        from vtasim.timing.names import DEFAULT
         from vtasim.timing.profile import resolve_profile
 
-        profile = resolve_profile(a.board, a.mem_latency, a.timing_sets)  # the board's own design
+        # the board's own design, unless --timing names another profile to hold the board against
+        named = a.board if a.timing in (None, DEFAULT) else a.timing
+        profile = resolve_profile(named, a.mem_latency, a.timing_sets)
+    spec = BoardSpec(a.board, a.platform if a.platform is not None else DEFAULT_PLATFORM, a.bitstream,
+                     a.board_timeout if a.board_timeout is not None else 10.0, read_cycles=profile is not None)
     where = f"the {a.board} board ({spec.platform})"
     if network:
-        launches, written = _network(program, a, spec)
+        launches, runs, written = _network(program, a, spec)
     else:
         launches, written = _program(program, a, spec)
+        runs = 1
     if profile is not None:
         from vtasim.board.report import rows, table
 
-        click.echo(table(rows(launches, profile), profile, where), nl=False)
+        per_run = f", the median of {runs} runs" if runs > 1 else ""
+        click.echo(table(rows(launches, profile), profile, where + per_run), nl=False)
     wrote = f"; wrote {', '.join(str(p) for p in written)}" if written else ""
     seconds = sum(s for _, _, s, _ in launches)
-    click.echo(f"vtasim: {len(launches)} launch{'es' if len(launches) != 1 else ''} finished on {where} in "
-               f"{seconds * 1e3:.3f} ms{wrote}", err=True)
+    each = f"{runs} runs of " if runs > 1 else ""
+    total = f"{seconds * 1e3:.3f} ms{' each (median)' if runs > 1 else ''}"
+    click.echo(f"vtasim: {each}{len(launches)} launch{'es' if len(launches) != 1 else ''} finished on {where} in "
+               f"{total}{wrote}", err=True)
 
 
 def _program(program: str, a, spec):
@@ -92,7 +105,13 @@ def _network(program: str, a, spec):
             if step.kind == "vta":
                 board.check_config(step.program, f"{program}: launch '{step.name}'")
         report = run_network_file(net, opts, launch=BoardLauncher(board, program))
-    first = report.runs[0].records
-    launches = [(r.step.name, r.step.program, r.profile["device_seconds"], r.profile["device_cycles"])
-                for r in first if r.profile is not None]
-    return launches, report.written
+    import statistics
+
+    launches = []
+    for k, record in enumerate(report.runs[0].records):
+        if record.profile is None:
+            continue  # a host step
+        measured = [run.records[k].profile for run in report.runs]  # every run's, on the board
+        launches.append((record.step.name, record.step.program,
+                         statistics.median(m["device_seconds"] for m in measured), record.profile["device_cycles"]))
+    return launches, len(report.runs), report.written

@@ -154,8 +154,8 @@ def run_batches(net: NetworkFile, given: dict[str, Samples], max_ops: int = DEFA
             raise located(net.steps[current[0]].program, exc) from None
         except FormatError as exc:
             raise FormatError(f"{origin}: {exc.message}") from None
-        if runs:  # the counters are reported for the first run; later runs keep their outputs and times
-            for record in run.records:
+        if runs and launch is None:  # the simulator's counters are reported for the first run; later runs keep
+            for record in run.records:  # their outputs and times (a board's measurements are kept for each run)
                 record.profile = None
         runs.append(run)
     return runs

@@ -140,3 +140,59 @@ def test_the_device_layer_imports_neither_the_compiler_nor_pynq():
             "import json; print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('vtacc', 'pynq'))))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
     assert json.loads(out.stdout) == []
+
+
+def test_a_program_reaching_outside_its_dram_is_refused_before_it_runs(tmp_path, monkeypatch):
+    import dataclasses
+
+    from vtasm.encoding import Instruction
+    from vtasm.formats.vbin import load_vbin
+
+    monkeypatch.chdir(tmp_path)
+    program = load_vbin(_vadd(tmp_path))
+    k = next(i for i, insn in enumerate(program.instructions) if insn.kind == "load" and insn["x_size"])
+    insns = list(program.instructions)
+    insns[k] = Instruction("load", {**insns[k].fields, "dram_base": 1 << 20})  # far beyond its DRAM
+    save_vbin(dataclasses.replace(program, instructions=insns), tmp_path / "wild.vbin")
+    reset()
+    r = _run(tmp_path / "wild.vbin", "--zero-inputs", "--board", "hls", "--platform", "emulated", cwd=tmp_path)
+    assert r.exit_code == 3 and len(r.output.strip().splitlines()) == 1, r.output
+    assert f"instruction {k}" in r.output
+    assert _nothing_ran()
+
+
+def test_a_platform_that_fails_is_one_line_never_an_internal_error(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    prog = _vadd(tmp_path)
+    (tmp_path / "boom_at_import.py").write_text("raise RuntimeError('no XRT here')\n")
+    (tmp_path / "no_address.py").write_text(
+        "import numpy\nfrom vtasim.board.emulated import MMIO, Overlay\n"
+        "def allocate(shape, dtype):\n    return numpy.zeros(shape, dtype)  # a buffer without physical_address\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for module, code, words in (("boom_at_import", 2, "RuntimeError: no XRT here"),
+                                ("no_address", 6, "reading the buffer's physical address"),
+                                ("./no_address.py", 2, "not a module name")):
+        reset()
+        r = _run(prog, "--zero-inputs", "--board", "hls", "--platform", module, cwd=tmp_path)
+        assert r.exit_code == code and len(r.output.strip().splitlines()) == 1 and words in r.output, r.output
+    for timeout in ("nan", "inf", "0", "-1"):
+        r = _run(prog, "--zero-inputs", "--board", "hls", "--platform", "emulated", "--board-timeout", timeout,
+                 cwd=tmp_path)
+        assert r.exit_code == 2 and "finite number of seconds" in r.output, (timeout, r.output)
+
+
+def test_a_deadlocked_program_hangs_the_emulated_device_as_it_would_the_hardware(tmp_path, monkeypatch):
+    import dataclasses
+
+    from vtasm.encoding import Instruction
+    from vtasm.formats.vbin import load_vbin
+
+    monkeypatch.chdir(tmp_path)
+    program = load_vbin(_vadd(tmp_path))
+    first = program.instructions[0]  # a compute instruction waiting for a token of the load stage, which has none
+    insns = [Instruction(first.kind, {**first.fields, "pop_prev": 1})] + list(program.instructions[1:])
+    save_vbin(dataclasses.replace(program, instructions=insns), tmp_path / "stuck.vbin")
+    reset()
+    r = _run(tmp_path / "stuck.vbin", "--zero-inputs", "--board", "hls", "--platform", "emulated",
+             "--board-timeout", "0.3", cwd=tmp_path)
+    assert r.exit_code == 5 and "did not finish within 0.3 s" in r.output, r.output

@@ -12,6 +12,7 @@ a DeviceError (one line); a run that does not finish within the timeout is a Dev
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,14 +66,18 @@ class Board:
     platform: str = DEFAULT_PLATFORM
     bitstream: str | None = None
     timeout: float = DEFAULT_TIMEOUT
+    read_cycles: bool = False  # read the device's cycle counter after each run (the Chisel shell has one)
     config: VTAConfig | None = None  # the bitstream's, once opened
+    config_source: str = ""  # where that configuration was read
     _module: Any = None
     _protocol: Any = None
     _buffers: list = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.design not in DESIGNS:
-            raise UsageError(f"--board {self.design}: the boards run the designs {', '.join(DESIGNS)}")
+            raise UsageError(f"board design {self.design!r}: the boards run the designs {', '.join(DESIGNS)}")
+        if not (isinstance(self.timeout, int | float) and math.isfinite(self.timeout) and self.timeout > 0):
+            raise UsageError(f"board timeout {self.timeout!r}: give a finite number of seconds above 0")
 
     def __enter__(self) -> Board:
         self.open()
@@ -85,9 +90,13 @@ class Board:
         """Load the platform, the overlay (programming the bitstream) and the design's register windows."""
         module = load_platform(self.platform)
         path = self.bitstream or default_bitstream(self.design)
+        if Path(path).is_dir():
+            raise UsageError(f"bitstream {path}: a directory, where a .bit file is expected")
         overlay = _calling(f"loading the bitstream {path}", lambda: module.Overlay(path))
-        self.config = bitstream_config(overlay, path)
-        ips = getattr(overlay, "ip_dict", {}) or {}
+        self.config, self.config_source = bitstream_config(overlay, path)
+        ips = _calling("reading the bitstream's hardware description (ip_dict)",
+                       lambda: _ip_entries(getattr(overlay, "ip_dict", None)))
+        self._path = path
         if self.design == "hls":
             self._protocol = HlsProtocol({c.name: self._window(module, ips, c.name, c.default_base, r.REGISTER_SPAN,
                                                                f"xilinx.com:hls:{c.name.split('_')[0]}")
@@ -102,18 +111,20 @@ class Board:
         type), else the design's usual address when the overlay describes no IP at all."""
         entry = ips.get(name) or next((v for v in ips.values() if kind in str(v.get("type", ""))), None)
         if entry is None and ips:
-            raise DeviceError(f"the bitstream has no {name} core ({kind}): it is not the {self.design} design "
-                              f"(its cores: {', '.join(sorted(ips)) or 'none'})")
+            other = next((d for d in DESIGNS if d != self.design), "")
+            hint = f"; it looks like the {other} design: --board {other}" if _looks_like(ips, other) else ""
+            raise DeviceError(f"bitstream {self._path}: no {name} core ({kind}), so it is not the {self.design} "
+                              f"design (its cores: {', '.join(sorted(ips)) or 'none'}){hint}")
         if entry is not None:
-            base = int(entry.get("phys_addr", base))
-            span = int(entry.get("addr_range", span))
+            base, span = _calling(f"reading {name}'s address from the hardware description",
+                                  lambda: (int(entry.get("phys_addr", base)), int(entry.get("addr_range", span))))
         return _calling(f"mapping {name} at {base:#x}", lambda: module.MMIO(base, span))
 
     def check_config(self, program: Program, origin: str) -> None:
         """Refuse, before anything reaches the device, a program built for another configuration."""
         if self.config is not None and program.config != self.config:
             raise FormatError(f"{origin}: built for VTA configuration {describe(program.config)}, but the "
-                              f"bitstream is {describe(self.config)}")
+                              f"bitstream is built for {describe(self.config)} ({self.config_source})")
 
     def load(self, program: Program, origin: str = "program") -> Loaded:
         """A buffer holding the program's DRAM image, relocated to the buffer's physical address (written to
@@ -124,10 +135,13 @@ class Board:
         buffer = _calling(f"allocating {size:#x} bytes of contiguous memory",
                           lambda: self._module.allocate(shape=(size + align,), dtype=np.uint8))
         self._buffers.append(buffer)
-        physical = int(buffer.physical_address)
+        physical = _calling("reading the buffer's physical address", lambda: int(buffer.physical_address))
         skip = -physical % align  # the program starts at the first aligned byte of the buffer
-        placed = place(program, physical + skip, origin)
-        dram = np.asarray(buffer).reshape(-1)[skip:skip + size]  # the CPU's view of the program's DRAM
+        placed = place(program, physical + skip, origin, size)
+        dram = _calling("viewing the buffer", lambda: np.asarray(buffer).reshape(-1).view(np.uint8))
+        if len(dram) < skip + size:
+            raise DeviceError(f"the platform's buffer holds {len(dram)} bytes, not the {size + align} asked for")
+        dram = dram[skip:skip + size]  # the CPU's view of the program's DRAM
         dram[:] = placed.image
         return Loaded(program, buffer, dram, placed)
 
@@ -143,7 +157,7 @@ class Board:
                                     f"({loaded.placed.insn_count} instructions); its buffers were freed")
             time.sleep(0)
         seconds = time.perf_counter() - started
-        cycles = _calling("reading the cycle counter", self._protocol.cycles)
+        cycles = _calling("reading the cycle counter", self._protocol.cycles) if self.read_cycles else None
         _calling("invalidating the buffer", buffer.invalidate)
         return Launch(seconds, cycles)
 
@@ -163,21 +177,40 @@ def _calling(what: str, call):
         return call()
     except VtaError:
         raise
+    except SystemExit as exc:
+        raise DeviceError(f"{what}: the platform tried to exit the process (status {exc.code})") from None
     except Exception as exc:  # noqa: BLE001 - the platform is someone else's code: its errors become ours
         detail = " ".join(str(exc).split()) or type(exc).__name__
         raise DeviceError(f"{what}: {detail}") from None
 
 
-def bitstream_config(overlay, path: str) -> VTAConfig:
-    """The VTA configuration the bitstream was built for: where the overlay says (a ``vta_config``
-    attribute), else a vta_config.json (or FILE.json) beside the bitstream."""
+def _ip_entries(ips) -> dict[str, dict]:
+    """The overlay's ip_dict as name -> entry dictionaries (none: an empty dict)."""
+    if ips is None:
+        return {}
+    if not isinstance(ips, dict) or not all(isinstance(v, dict) for v in ips.values()):
+        raise DeviceError(f"the overlay's ip_dict is not a dictionary of IP entries ({type(ips).__name__})")
+    return ips
+
+
+def _looks_like(ips: dict, design: str) -> bool:
+    """Whether an overlay's IPs are those of ``design``."""
+    if design == "hls":
+        return all(c.name in ips for c in r.HLS_CORES)
+    return r.VCR.name in ips or any("VTAShell" in str(v.get("type", "")) for v in ips.values())
+
+
+def bitstream_config(overlay, path: str) -> tuple[VTAConfig, str]:
+    """The VTA configuration the bitstream was built for and where it was read: where the overlay says (a
+    ``vta_config`` attribute, ``vta_config_source`` saying whence), else a vta_config.json (or FILE.json)
+    beside the bitstream."""
     said = getattr(overlay, "vta_config", None)
     if isinstance(said, VTAConfig):
-        return said
+        return said, str(getattr(overlay, "vta_config_source", f"as the overlay of {path} says"))
     bit = Path(path)
     for candidate in (bit.with_suffix(".json"), bit.parent / "vta_config.json"):
         if candidate.is_file():
-            return load_config(candidate)
+            return load_config(candidate), f"from {candidate}"
     raise UsageError(f"{path}: cannot tell which VTA configuration the bitstream was built for: put its "
                      f"vta_config.json beside it")
 

@@ -22,9 +22,10 @@ class BoardSpec:
     platform: str = "pynq"
     bitstream: str | None = None
     timeout: float = 10.0
+    read_cycles: bool = False  # read the device's cycle counter after each run (asked by --timing)
 
     def open(self) -> Board:
-        return Board(self.design, self.platform, self.bitstream, self.timeout)
+        return Board(self.design, self.platform, self.bitstream, self.timeout, self.read_cycles)
 
 
 @dataclass

@@ -16,8 +16,7 @@ import numpy as np
 from vtasim.core.memory import check_dma
 from vtasim.core.state import new_state
 from vtasm import isa
-from vtasm.columns import stream_bytes
-from vtasm.encoding import Instruction
+from vtasm.columns import StreamColumns, stream_bytes, stream_columns
 from vtasm.errors import FormatError
 from vtasm.program import Program
 
@@ -32,15 +31,6 @@ class Placed:
     image: np.ndarray  # uint8, the buffer's contents
     insn_addr: int  # physical address of the first instruction
     insn_count: int
-
-
-def element_bytes(program: Program, insn: Instruction) -> int | None:
-    """The DRAM element size a LOAD or STORE's dram_base counts in (None for other instructions)."""
-    if insn.kind == "store":
-        return program.config.out_elem_bytes
-    if insn.kind == "load":
-        return isa.elem_bytes(program.config, insn["memory_type"])
-    return None
 
 
 def alignment(program: Program) -> int:
@@ -61,9 +51,10 @@ def check_placeable(program: Program, origin: str) -> int:
     return size
 
 
-def place(program: Program, base: int, origin: str) -> Placed:
-    """The DRAM image of ``program`` relocated for a buffer at physical address ``base``."""
-    size = check_placeable(program, origin)
+def place(program: Program, base: int, origin: str, size: int | None = None) -> Placed:
+    """The DRAM image of ``program`` relocated for a buffer at physical address ``base`` (``size``: its DRAM
+    size when check_placeable already gave it)."""
+    size = check_placeable(program, origin) if size is None else size
     if base % alignment(program):
         raise FormatError(f"{origin}: the buffer at physical address {base:#x} is not aligned to "
                           f"{alignment(program):#x} bytes (the program's element sizes)")
@@ -71,23 +62,49 @@ def place(program: Program, base: int, origin: str) -> Placed:
         raise FormatError(f"{origin}: the buffer at {base:#x} ({size:#x} bytes) ends above 4 GiB, beyond the "
                           "designs' 32-bit DMA addresses")
     image = np.array(new_state(program).dram[:size], dtype=np.uint8)
-    moved = relocate(program, base)
-    stream = np.frombuffer(stream_bytes(moved, program.config), dtype=np.uint8)
+    stream = np.frombuffer(relocated_stream(program, base), dtype=np.uint8)
     image[program.insn_addr:program.insn_addr + len(stream)] = stream
-    return Placed(image, base + program.insn_addr, len(moved))
+    return Placed(image, base + program.insn_addr, len(program.instructions))
 
 
-def relocate(program: Program, base: int) -> list[Instruction]:
-    """The instructions with each LOAD and STORE's dram_base moved by ``base`` bytes (``base`` aligned)."""
-    moved = []
-    for index, insn in enumerate(program.instructions):
-        elem = None if insn.raw is not None else element_bytes(program, insn)
-        if elem is None:
-            moved.append(insn)
+def element_sizes(columns: StreamColumns) -> np.ndarray:
+    """Each instruction's DRAM element size in bytes where it is a LOAD or STORE whose dram_base counts
+    elements (0 elsewhere: other instructions, unknown memory types, instructions with no valid decoding)."""
+    cfg = columns.cfg
+    memory_type = columns.column("memory_type")
+    elem = np.zeros(len(columns), dtype=np.int64)
+    loads = columns.canonical & (columns.opcode == isa.OPCODES["load"])
+    for value in np.unique(memory_type[loads]):
+        elem[loads & (memory_type == value)] = isa.elem_bytes(cfg, int(value)) or 0
+    elem[columns.canonical & (columns.opcode == isa.OPCODES["store"])] = cfg.out_elem_bytes
+    return elem
+
+
+def add_to_dram_base(words: np.ndarray, columns: StreamColumns, rows: np.ndarray, delta: np.ndarray) -> None:
+    """``delta`` added to the dram_base field of the instructions ``rows`` selects, in ``words`` (the
+    stream as [n, 2] little-endian 64-bit words); a value leaving the field is refused naming the first."""
+    for kind in ("load", "store"):
+        field = next(f for f in isa.layout(kind, columns.cfg) if f.name == "dram_base")
+        mine = rows & (columns.opcode == isa.OPCODES[kind])
+        if not mine.any():
             continue
-        dram_base = insn["dram_base"] + base // elem
-        if dram_base >= DRAM_BASE_LIMIT:
-            raise FormatError(f"instruction {index}: dram_base {dram_base:#x} after relocation to {base:#x} "
-                              "exceeds its 32-bit field")
-        moved.append(Instruction(insn.kind, {**insn.fields, "dram_base": dram_base}))
-    return moved
+        new = columns.column("dram_base")[mine] + delta[mine]
+        bad = (new < 0) | (new > field.max_value)
+        if bad.any():
+            k = int(np.flatnonzero(mine)[np.argmax(bad)])
+            raise FormatError(f"instruction {k}: dram_base {int(new[np.argmax(bad)]):#x} after relocation does "
+                              f"not fit its {field.width}-bit field")
+        word, offset = divmod(field.offset, isa.WORD_BITS)
+        mask = np.uint64(((1 << field.width) - 1) << offset)
+        words[mine, word] = (words[mine, word] & ~mask) | (new.astype(np.uint64) << np.uint64(offset))
+
+
+def relocated_stream(program: Program, base: int) -> bytes:
+    """The instruction stream with each LOAD and STORE's dram_base moved by ``base`` bytes (``base``
+    aligned to every element size)."""
+    columns = stream_columns(program.instructions, program.config)
+    words = np.frombuffer(stream_bytes(program.instructions, program.config), dtype="<u8").reshape(-1, 2).copy()
+    elem = element_sizes(columns)
+    rows = elem > 0
+    add_to_dram_base(words, columns, rows, np.where(rows, base // np.maximum(elem, 1), 0))
+    return words.tobytes()

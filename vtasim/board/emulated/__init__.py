@@ -69,7 +69,9 @@ class Overlay:
 
     def __init__(self, bitfile_name: str, download: bool = True, **_ignored):
         path = Path(bitfile_name)
-        config = _config_beside(path)
+        if path.is_dir():
+            raise EmulatorError(f"{path} is a directory, not a bitstream")
+        config, self.vta_config_source = _config_beside(path)
         self.bitfile_name = str(path)
         self.design = design_of(bitfile_name)
         self.vta_config: VTAConfig = config
@@ -110,11 +112,13 @@ def allocate(shape, dtype=np.uint32, **_ignored) -> EmulatedBuffer:
     return new_buffer(_board.dram, shape, dtype)
 
 
-def _config_beside(path: Path) -> VTAConfig:
+def _config_beside(path: Path) -> tuple[VTAConfig, str]:
+    """The emulated bitstream's configuration and where it came from."""
     for candidate in (path.with_suffix(".json"), path.parent / "vta_config.json"):
         if candidate.is_file():
-            return load_config(candidate)
-    return default_config()
+            return load_config(candidate), f"from {candidate}"
+    return default_config(), (f"the emulated board's default: no {path.with_suffix('.json').name} or "
+                              f"vta_config.json beside {path}")
 
 
 def _ip_dict(design: str) -> dict:

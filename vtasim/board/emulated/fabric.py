@@ -14,13 +14,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from vtasm import isa
+from vtasm.columns import decode_columns, decode_stream
 from vtasm.config import VTAConfig
-from vtasm.encoding import Instruction, codec_for
 from vtasm.errors import VtaError
 from vtasm.program import Program
 
 from .. import registers as r
+from ..relocate import add_to_dram_base, element_sizes
 from .memory import Dram, EmulatorError
 
 
@@ -48,6 +51,7 @@ class Fabric:
         self.running = False  # a run started and not yet seen finished
         self.finished = False
         self.hung = hung  # true for a board that never finishes (tests of the driver's timeout)
+        self.stuck = False  # the run waits for a token or a FINISH that never comes
         self.program: Program | None = None  # the last run, un-relocated (for the cycle counter)
         self._cycles: int | None = None
         self.hls = {c.default_base: HlsCore(c) for c in r.HLS_CORES} if design == "hls" else {}
@@ -163,11 +167,11 @@ class Fabric:
     def _start(self) -> None:
         if self.running:
             raise EmulatorError("the device was started while a run is in progress")
-        self.running, self.finished, self._cycles, self.program = True, False, None, None
+        self.running, self.finished, self._cycles, self.program, self.stuck = True, False, None, None, False
 
     def _poll(self) -> None:
         """Execute a started run once every worker can take its instructions."""
-        if not self.running or self.hung():
+        if not self.running or self.hung() or self.stuck:
             return
         if self.hls:
             fetch = self.hls[r.FETCH.default_base]
@@ -185,7 +189,9 @@ class Fabric:
             count = self.vcr.get(r.VCR.insn_count, 0)
             insn_addr = self._pointer("insns")
         self.program = self._program(insn_addr, count)
-        self._execute(self.program)
+        if not self._execute(self.program):
+            self.stuck = True  # the device waits for ever, as the hardware would
+            return
         self.running, self.finished = False, True
         if self.hls:
             self.hls[r.FETCH.default_base].done_flag = True
@@ -205,37 +211,47 @@ class Fabric:
         raise AssertionError(port)
 
     def _program(self, insn_addr: int, count: int) -> Program:
-        """The instructions fetch reads from physical memory, their addresses made offsets into the DRAM."""
+        """The instructions fetch reads from physical memory, their addresses made offsets into the DRAM;
+        every LOAD or STORE that moves data must lie inside an allocated buffer."""
         if count == 0:
             raise EmulatorError("started with an instruction count of 0")
         nbytes = count * 16
         self.dram.check(insn_addr, insn_addr + nbytes, f"the instruction stream ({count} instructions)")
         at = insn_addr - self.dram.base
-        insns = codec_for(self.config).decode_stream(self.dram.device[at:at + nbytes].tobytes())
-        return Program(self.config, instructions=[self._unrelocate(k, i) for k, i in enumerate(insns)],
+        data = self.dram.device[at:at + nbytes].tobytes()
+        columns = decode_columns(data, self.config)
+        elem = element_sizes(columns)
+        moves = (elem > 0) & (columns.column("x_size") > 0) & (columns.column("y_size") > 0)
+        port = self._ports(columns)
+        start = port + columns.column("dram_base") * elem
+        rows, x_size, stride = (columns.column(n) for n in ("y_size", "x_size", "x_stride"))
+        end = start + np.where(stride >= x_size, (rows - 1) * stride + x_size, rows * x_size) * elem
+        self.dram.check_all(start, end, moves, lambda k: f"instruction {k} ({_what(columns, k)})")
+        offset = start - self.dram.base
+        misaligned = moves & (offset % np.maximum(elem, 1) != 0)
+        if misaligned.any():
+            k = int(np.argmax(misaligned))
+            raise EmulatorError(f"instruction {k}: address {int(start[k]):#x} is not a whole number of {int(elem[k])}-"
+                                "byte elements into the memory")
+        words = np.frombuffer(data, dtype="<u8").reshape(-1, 2).copy()
+        delta = np.where(moves, offset // np.maximum(elem, 1) - columns.column("dram_base"), 0)
+        add_to_dram_base(words, columns, moves, delta)
+        return Program(self.config, instructions=decode_stream(words.tobytes(), self.config),
                        dram_bytes=self.dram.size, insn_addr=at, uop_addr=at)
 
-    def _unrelocate(self, index: int, insn: Instruction) -> Instruction:
-        cfg = self.config
-        if insn.raw is not None or insn.kind not in ("load", "store"):
-            return insn
-        memory = "out" if insn.kind == "store" else isa.MEM_TYPE_NAMES.get(insn["memory_type"])
-        elem = cfg.out_elem_bytes if insn.kind == "store" else isa.elem_bytes(cfg, insn["memory_type"])
-        if memory is None or elem is None:
-            return insn  # the simulator reports the bad memory type
-        rows, x_size, stride = insn["y_size"], insn["x_size"], insn["x_stride"]
-        if rows == 0 or x_size == 0:
-            return insn  # moves no data: its address is never used
-        start = self._port(memory) + insn["dram_base"] * elem
-        end = start + ((rows - 1) * stride + x_size) * elem if stride >= x_size else start + rows * x_size * elem
-        self.dram.check(start, end, f"instruction {index} ({insn.kind} {memory})")
-        offset = start - self.dram.base
-        if offset % elem:
-            raise EmulatorError(f"instruction {index}: address {start:#x} is not a whole number of {elem}-byte "
-                                "elements into the memory")
-        return Instruction(insn.kind, {**insn.fields, "dram_base": offset // elem})
+    def _ports(self, columns) -> np.ndarray:
+        """Each instruction's DMA base: its memory type's port offset register (or VCR pointer)."""
+        port = np.zeros(len(columns), dtype=np.int64)
+        load = columns.opcode == isa.OPCODES["load"]
+        for value, memory in isa.MEM_TYPE_NAMES.items():
+            if memory in r.PORT_OF_MEMORY_TYPE:
+                port[load & (columns.column("memory_type") == value)] = self._port(memory)
+        port[columns.opcode == isa.OPCODES["store"]] = self._port("out")
+        return port
 
-    def _execute(self, program: Program) -> None:
+    def _execute(self, program: Program) -> bool:
+        """Run the program on the physical memory; False when it never finishes (a deadlock, or no FINISH:
+        the hardware waits for ever), an EmulatorError for any other fault."""
         from vtasim.core.machine import Machine
 
         machine = Machine(program)
@@ -243,7 +259,10 @@ class Fabric:
         try:
             machine.run()
         except VtaError as exc:
+            if exc.message.startswith("deadlock") or "without a FINISH" in exc.message:
+                return False
             raise EmulatorError(f"the device faulted: {exc.message}") from None
+        return True
 
     def cycles(self) -> int:
         """The last run's cycles, as the design's timing model computes them (the emulated counter)."""
@@ -253,3 +272,10 @@ class Fabric:
 
             self._cycles = time_program(self.program, load_profile(self.design), record=False).report.cycles
         return (self._cycles or 0) & 0xFFFFFFFF
+
+
+def _what(columns, k: int) -> str:
+    """An instruction in two words: its kind and memory type."""
+    if columns.opcode[k] == isa.OPCODES["store"]:
+        return "store"
+    return f"load {isa.MEM_TYPE_NAMES.get(int(columns.column('memory_type')[k]), '?')}"

@@ -55,6 +55,21 @@ class Dram:
                             "allocated on the board")
 
 
+    def check_all(self, start: np.ndarray, end: np.ndarray, rows: np.ndarray, what) -> None:
+        """Refuse the first of the accesses [start, end) ``rows`` selects that lies outside every live
+        allocation; ``what(k)`` names access k."""
+        if not rows.any():
+            return
+        offsets = np.array(sorted(self.blocks), dtype=np.int64) + self.base
+        ends = offsets + np.array([self.blocks[o - self.base] for o in offsets], dtype=np.int64)
+        block = np.searchsorted(offsets, start, side="right") - 1
+        inside = (block >= 0) & (end <= ends[np.maximum(block, 0)]) if len(offsets) else np.zeros_like(rows)
+        outside = rows & ~inside
+        if outside.any():
+            k = int(np.argmax(outside))
+            self.check(int(start[k]), int(end[k]), what(k))
+
+
 class EmulatedBuffer(np.ndarray):
     """A buffer as pynq.allocate returns it: an ndarray (the CPU's view) with a physical address, flush,
     invalidate and freebuffer."""
