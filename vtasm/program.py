@@ -233,7 +233,7 @@ class TensorInfo:
         if self.repeat > 1:
             rank = len(self.tile)
             tiled = np.broadcast_to(np.expand_dims(tiled, rank), self.packed_shape)
-        return np.ascontiguousarray(tiled).astype(self.np_dtype.newbyteorder("<")).tobytes()
+        return np.ascontiguousarray(tiled, dtype=self.np_dtype.newbyteorder("<")).tobytes()  # one copy, then the bytes
 
     def unpack(self, data: bytes) -> np.ndarray:
         """Packed bytes -> logical array."""

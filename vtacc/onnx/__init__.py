@@ -32,6 +32,7 @@ from .partition import Part, idle_launches, partition
 from .quantise import quantise
 from .quantised import QuantisedNetwork, shown_scale
 from .read.graph import load_graph
+from .read.wire import release_all
 
 
 @dataclass
@@ -173,6 +174,7 @@ def import_model(path: str | Path, calibration: str | Path | np.ndarray | None =
         idle = idle_launches(network, HOST_OPS)
     if check is not None:
         check(network)
+    release_all()  # reading and lowering the model touched every page of its file: a layer's come back when used
     data = None
     if calibration is not None:
         shape = network.shapes[network.input]
@@ -184,7 +186,11 @@ def import_model(path: str | Path, calibration: str | Path | np.ndarray | None =
     qnet = quantise(network, data, method, keep=SAMPLES if data is not None else 0)
     if data is not None:
         computed = correct_biases(qnet, np.asarray(data[:SAMPLES], dtype=np.float64), qnet.float_sample)
+        release_all()  # the float weights are used no more (pages of the model file)
         qnet.sqnr = measure(qnet, data, computed=computed)
+        del computed
+        qnet.float_sample = None  # every float activation of the sample: needed no more, let go before compiling
+    release_all()  # the float weights too (pages of the model file)
     parts = partition(qnet)
     source, params = emit_vk(qnet) if len(parts) == 1 and parts[0].kind == Side.VTA else ("", {})
     return Imported(qnet, source, params, parts)

@@ -47,10 +47,13 @@ def measure(qnet: QuantisedNetwork, data: np.ndarray, samples: int = SAMPLES,
         for t, q in got.items():
             if t == net.input or t not in want or t not in qnet.exps:
                 continue
-            f = want[t].reshape(q.shape).astype(np.float64)  # squares of float32 values can overflow it
-            err = f - dequantise(q, qnet.exps[t], np.float64) * qnet.mantissas.get(t, 1.0)
-            signal[t] = signal.get(t, 0.0) + float(np.sum(f * f))
-            noise[t] = noise.get(t, 0.0) + float(np.sum(err * err))
+            f = np.asarray(want[t], dtype=np.float64).reshape(-1)  # squares of float32 values can overflow it
+            err = dequantise(q, qnet.exps[t], np.float64).reshape(-1)  # one temporary: a VGG's are 50 MB
+            err *= -qnet.mantissas.get(t, 1.0)
+            err += f
+            signal[t] = signal.get(t, 0.0) + float(np.dot(f, f))
+            noise[t] = noise.get(t, 0.0) + float(np.dot(err, err))
+            f = f.reshape(q.shape)
             if t in qnet.clipped:
                 _output_checks(qnet, t, f, q)
     return {t: sqnr_db(signal[t], noise[t]) for t in signal}

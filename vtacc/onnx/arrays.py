@@ -16,16 +16,34 @@ def conv2d(x: np.ndarray, w: np.ndarray, stride: int, pads: tuple[int, int, int,
     top, left, bottom, right = pads
     xp = np.pad(x, ((0, 0), (0, 0), (top, bottom), (left, right)))
     oh, ow = (h + top + bottom - kh) // stride + 1, (wd + left + right - kw) // stride + 1
-    if groups == 1:  # one matrix product (BLAS) per image, its columns made for it alone
+    if groups == 1:  # matrix products (BLAS) per image, over bands of output rows whose columns stay bounded
         out = np.empty((n, oc, oh * ow), dtype=np.result_type(xp, w))
         rows = w.reshape(oc, -1)
+        band = _band_rows(icg * kh * kw, oh, ow, np.dtype(out.dtype).itemsize)
         for i in range(n):
-            out[i] = rows @ _columns(xp[i:i + 1], kh, kw, stride, oh, ow).reshape(icg * kh * kw, oh * ow)
+            for r0 in range(0, oh, band):
+                r1 = min(oh, r0 + band)
+                part = xp[i:i + 1, :, r0 * stride:(r1 - 1) * stride + kh]
+                cols = _columns(part, kh, kw, stride, r1 - r0, ow).reshape(icg * kh * kw, (r1 - r0) * ow)
+                out[i, :, r0 * ow:r1 * ow] = rows @ cols
         return out.reshape(n, oc, oh, ow)
     ocg = oc // groups
     part = _columns(xp, kh, kw, stride, oh, ow).reshape(n, groups, icg * kh * kw, oh * ow)  # every group at once
     weights = w.reshape(groups, ocg, icg * kh * kw)
     return np.einsum("gok,ngkp->ngop", weights, part, optimize=True).reshape(n, oc, oh, ow)
+
+
+COLUMN_BYTES = 48 << 20  # an image's columns are made a band of output rows at a time above this
+MIN_BAND_COLUMNS = 8192  # ... but never fewer output pixels a product than this (BLAS takes the whole's path)
+
+
+def _band_rows(depth: int, oh: int, ow: int, itemsize: int) -> int:
+    """Output rows per band: all of them when the columns are small, else as many as COLUMN_BYTES holds
+    (at least MIN_BAND_COLUMNS pixels): a VGG's first layers' columns would take 230 MB an image."""
+    if depth * oh * ow * itemsize <= COLUMN_BYTES:
+        return oh
+    fit = COLUMN_BYTES // (depth * ow * itemsize)
+    return max(1, min(oh, max(fit, -(-MIN_BAND_COLUMNS // ow))))
 
 
 def _columns(xp: np.ndarray, kh: int, kw: int, stride: int, oh: int, ow: int) -> np.ndarray:

@@ -27,6 +27,7 @@ from .kinds import rules
 from .kinds.product import products, requantised, rounding
 from .partition import host_step, net_tensors, partition, step_names
 from .quantised import QLayer, QuantisedNetwork
+from .read.wire import release
 
 MIN_VALUES = 32  # per channel: fewer would measure its mean with more noise than the correction removes
 BIAS_LIMIT = 2**31 - 1
@@ -96,6 +97,8 @@ def _float_sums(layer: Layer, x: np.ndarray) -> np.ndarray:
         for j in range(kw):
             taps[:, i, j] = x[:, :, i : i + (oh - 1) * s + 1 : s, j : j + (ow - 1) * s + 1 : s].sum(axis=(0, 2, 3))
     groups = layer.groups
-    return np.einsum("gocij,gcij->go", w.reshape(groups, oc // groups, cpg, kh, kw),
+    sums = np.einsum("gocij,gcij->go", w.reshape(groups, oc // groups, cpg, kh, kw),
                      taps.reshape(groups, cpg, kh, kw)).reshape(oc)
+    release(layer.weight)  # a weight mapped from the model file: resident one layer at a time
+    return sums
 

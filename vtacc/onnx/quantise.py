@@ -33,6 +33,7 @@ from .calibrate import Statistics, calibrate
 from .convert import Layer, LayerKind, Network
 from .kinds import rules
 from .quantised import CoarserOutput, QLayer, QuantisedNetwork, exponent_for
+from .read.wire import release
 
 
 class _Ties:
@@ -195,4 +196,6 @@ def _quantise_layer(layer: Layer, exps: dict[str, int], mantissas: dict[str, flo
                low=low, high=high, in_mean=means.get(layer.inputs[0]) if layer.inputs else None)
     if layer.kind != LayerKind.HOST:  # a host node computes in float32 between its input and output scales
         rules(layer.kind).quantise(q, shapes, notes)
+        if layer.weight is not None:
+            release(layer.weight)  # mapped from the model file: its pages go once its int8 weights are made
     return q

@@ -28,7 +28,9 @@ def float_product(layer: Layer, ins: list[np.ndarray]) -> np.ndarray:
     if layer.kind == LayerKind.CONV:
         w = layer.weight.astype(np.float64, copy=False)  # held as the model stores it (convert.lowering.weight)
         release(layer.weight)  # a weight mapped from the model file: its pages go until it is used again
-        return conv2d(x, w, layer.stride, layer.sides, layer.groups) + layer.bias[None, :, None, None]
+        y = conv2d(x, w, layer.stride, layer.sides, layer.groups)
+        y += layer.bias[None, :, None, None]  # in place: a VGG's first activations are 50 MB each
+        return y
     y = _dense(x.reshape(x.shape[0], -1), layer.weight) + layer.bias
     release(layer.weight)
     return y
@@ -45,6 +47,7 @@ def _dense(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     out = np.empty((x.shape[0], w.shape[0]))
     for lo in range(0, w.shape[0], rows):
         out[:, lo : lo + rows] = x @ w[lo : lo + rows].astype(np.float64).T
+        release(w[lo : lo + rows])  # mapped from the model file: a block's pages go once it is used
     return out
 
 

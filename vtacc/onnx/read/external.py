@@ -50,6 +50,10 @@ def external_tensors(model) -> list[tuple[object, bool]]:
     return found
 
 
+# every external data file mapped, with its first byte's address (wire.release lets their pages go)
+MAPS: list[tuple[mmap.mmap, int]] = []
+
+
 def load_external(model, model_path: str | Path) -> dict[str, np.ndarray]:
     """The values of the model's initialisers kept in external files, mapped (by name); other external tensors
     (Constant nodes' values) get their bytes into the message. Every tensor loaded loses its external
@@ -75,6 +79,8 @@ def load_external(model, model_path: str | Path) -> dict[str, np.ndarray]:
         view = maps.get(file)
         if view is None:
             view = maps[file] = _map(file, where)
+            if view is not None and len(view):
+                MAPS.append((view, np.frombuffer(view, np.uint8, 1).ctypes.data))
         size = len(view) if view is not None else 0
         offset = _number(entries.get("offset", "0"), "offset", where)
         length = _number(entries["length"], "length", where) if "length" in entries else size - offset

@@ -37,6 +37,7 @@ from vtasm.errors import FormatError, ModelError
 from vtasm.fileio import open_regular
 from vtasm.formats.network import ONNX_DTYPES
 
+from .external import MAPS as EXTERNAL_MAPS
 from .external import load_external
 
 CUT_BYTES = 1 << 16  # raw_data of at least this many bytes is read into an array rather than parsed
@@ -90,13 +91,22 @@ def release(values: np.ndarray) -> None:
         owner = owner.base
     if isinstance(owner, memoryview):
         owner = owner.obj
-    found = next((start for m, start in _MAPS if m is owner), None)
+    found = next((start for m, start in _MAPS + EXTERNAL_MAPS if m is owner), None)
     if found is None or not values.size or not hasattr(owner, "madvise"):
         return
     low, high = byte_bounds(values)
     first = (low - found) // mmap.PAGESIZE * mmap.PAGESIZE
     last = min(high - found, len(owner))
     owner.madvise(mmap.MADV_DONTNEED, first, last - first)
+
+
+def release_all() -> None:
+    """Let every mapped model file's pages go from memory (what the import read is re-read from the page
+    cache if something reads it again): once a model is quantised, its float weights are no longer used, and
+    a compile should not keep a VGG's 550 MB of them resident."""
+    for view, _ in _MAPS + EXTERNAL_MAPS:
+        if not view.closed and len(view) and hasattr(view, "madvise"):
+            view.madvise(mmap.MADV_DONTNEED, 0, len(view))
 
 
 def _mapped_tensor(view: mmap.mmap, tensor, offset: int, nbytes: int, name: str) -> np.ndarray:
