@@ -15,6 +15,7 @@ from __future__ import annotations
 import pytest
 
 from tests.vtasim.builders import INP, UOP, WGT, load, store
+from vtasim.timing.plan import execution_cycles
 from vtasim.timing.profile import load_profile, with_overrides
 from vtasim.timing.run import instruction_cycles
 from vtasm.config import default_config
@@ -24,7 +25,7 @@ CFG = default_config()  # input elements of 16 bytes (2 beats), weights of 256 (
 
 
 def _profile(**values):
-    return with_overrides(load_profile("chisel-2019"), values)  # read_setup 2, write_setup 3, response 2, N 16
+    return with_overrides(load_profile("chisel-2019"), values)  # read_setup 2, write_setup 1, response 2, N 16
 
 
 def test_dma_fixed_delays_the_first_request():
@@ -98,4 +99,10 @@ def test_an_acc8_load_moves_batch_x_block_out_bytes_an_element():
 
     p = _profile()
     assert CFG.batch * CFG.block_out == 16
-    assert instruction_cycles(load(ACC8, 0, 0, 4), CFG, p) == 1 + p.read_setup + p.latency + 4 * 2 - 1
+    assert instruction_cycles(load(ACC8, 0, 0, 4), CFG, p) == 1 + p.dma_acc_fixed + p.read_setup + p.latency + 4 * 2 - 1
+
+
+def test_a_reset_gemm_has_its_own_drain():
+    p = _profile(gemm_drain=6, gemm_reset_drain=0)
+    assert execution_cycles(p, "gemm", 16, 16, False) == 16 * p.gemm_per_execution + 6
+    assert execution_cycles(p, "gemm", 16, 16, True) == 16 * p.gemm_reset_per_execution

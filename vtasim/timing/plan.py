@@ -211,7 +211,8 @@ def execution_cycles(profile: Profile, unit: str, executions: int, iterations: i
     """Cycles a GEMM (``variant``: a reset) or ALU (``variant``: with an immediate) instruction takes."""
     if unit == "gemm":
         per = profile.gemm_reset_per_execution if variant else profile.gemm_per_execution
-        fixed, per_iteration, drain = profile.gemm_fixed, profile.gemm_per_iteration, profile.gemm_drain
+        fixed, per_iteration = profile.gemm_fixed, profile.gemm_per_iteration
+        drain = profile.gemm_reset_drain if variant else profile.gemm_drain
     else:
         per = profile.alu_imm_per_execution if variant else profile.alu_tensor_per_execution
         fixed, per_iteration, drain = profile.alu_fixed, profile.alu_per_iteration, profile.alu_drain

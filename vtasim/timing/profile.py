@@ -71,6 +71,7 @@ class Profile:
     gemm_per_execution: int
     gemm_reset_per_execution: int
     gemm_drain: int
+    gemm_reset_drain: int
     gemm_per_iteration: int
     gemm_fixed: int
     alu_imm_per_execution: int

@@ -67,6 +67,7 @@ KEYS: tuple[Key, ...] = (
     Key("gemm", "per_execution", "gemm_per_execution", 0, "cycles per micro-op execution"),
     Key("gemm", "reset_per_execution", "gemm_reset_per_execution", 0, "the same for a reset GEMM"),
     Key("gemm", "drain", "gemm_drain", 0, "pipeline drain, instructions of more than one execution"),
+    Key("gemm", "reset_drain", "gemm_reset_drain", 0, "the same for a reset GEMM (it reads no operands)"),
     Key("gemm", "per_iteration", "gemm_per_iteration", 0, "fill paid by every (outer, inner) iteration"),
     Key("gemm", "fixed", "gemm_fixed", 0, "cycles per instruction besides the above"),
     Key("alu", "imm_per_execution", "alu_imm_per_execution", 0, "cycles per execution with an immediate"),
