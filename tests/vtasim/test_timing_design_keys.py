@@ -106,3 +106,10 @@ def test_a_reset_gemm_has_its_own_drain():
     p = _profile(gemm_drain=6, gemm_reset_drain=0)
     assert execution_cycles(p, "gemm", 16, 16, False) == 16 * p.gemm_per_execution + 6
     assert execution_cycles(p, "gemm", 16, 16, True) == 16 * p.gemm_reset_per_execution
+
+
+def test_padding_during_the_reads_hides_behind_the_latency():
+    insn = load(INP, 0, 0, 4, pad=(1, 1, 1, 1))  # 8 beats; 6 + 6 + 2 elements of padding
+    for n, expected in ((0, 14 + 8), (16, 1 + 2 + 16 + 8 - 1)):
+        p = _profile(dma_pad_by_element=1, dma_pad_during_reads=1, latency=n)
+        assert instruction_cycles(insn, CFG, p) == expected  # the padding, then the data; or the data's arrival

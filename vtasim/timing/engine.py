@@ -299,8 +299,11 @@ class _Engine:
                 slow, taken = w.client == WGT and p.wgt_beat_cycles > 1, -1  # the HLS weight bank's read-modify-write
                 own_limit, record = p.client_reads_in_flight, self.record
                 pipelined = own_limit > 1  # the next burst is asked for a cycle after this one is accepted
+                # the 2021 design writes all the padding while its reads are in flight, the data after it
+                pad_first = p.dma_pad_during_reads and w.client != UOP
                 for k, (beats, gap) in enumerate(zip(w.bursts, w.gaps, strict=True)):
-                    t += gap
+                    if not pad_first:
+                        t += gap
                     if serial and k in w.row_starts:  # the next row is asked for once this one has arrived
                         t = max(t, last + 1 + p.row_setup)
                     if len(inflight) >= own_limit:
@@ -319,7 +322,10 @@ class _Engine:
                         taken = last
                     inflight.append(last)
                     t = accept + 1 if pipelined else last + 1
-                end = max(last, t - 1) + w.tail if w.bursts else start + 1 + w.setup + w.tail
+                if pad_first:
+                    end = max(last, start + w.setup + sum(w.gaps) + w.tail + sum(w.bursts))
+                else:
+                    end = max(last, t - 1) + w.tail if w.bursts else start + 1 + w.setup + w.tail
             elif kind == WRITE:
                 t = start + 1 + w.setup
                 end = t

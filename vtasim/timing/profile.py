@@ -58,6 +58,7 @@ class Profile:
     dma_acc_fixed: int
     dma_out_fixed: int
     dma_pad_by_element: int
+    dma_pad_during_reads: int
     dma_uop_beat_bytes: int
     fetch_chunk: int
     fetch_start: int
@@ -143,6 +144,9 @@ def _check(values: dict, origin: str) -> Profile:
         wrong = [k for k in fitted if k not in known] if isinstance(fitted, (tuple, list)) else fitted
         raise ConfigError(f"{origin}: fitted must list profile keys (section.key), got {wrong!r}")
     values["fitted"] = tuple(fitted)
+    for attr in ("dma_pad_during_reads",):
+        if values[attr] not in (0, 1):
+            raise ConfigError(f"{origin}: {_key_of(attr)} must be 0 or 1, got {values[attr]}")
     if values["dma_pad_by_element"] not in (0, 1):
         raise ConfigError(f"{origin}: dma.pad_by_element must be 0 or 1, got {values['dma_pad_by_element']}")
     if values["bus_bytes"] & (values["bus_bytes"] - 1):

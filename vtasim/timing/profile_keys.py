@@ -53,6 +53,9 @@ KEYS: tuple[Key, ...] = (
     Key("dma", "out_fixed", "dma_out_fixed", 0, "the same for a store"),
     Key("dma", "pad_by_element", "dma_pad_by_element", 0, "1: padding writes a whole element a cycle; 0: a bus "
         "beat a cycle"),
+    Key("dma", "pad_during_reads", "dma_pad_during_reads", 0, "0: a load writes its padding between its rows' "
+        "requests; 1: it issues its requests at once and writes all its padding while they are in flight, its "
+        "data after it (the 2021 design)"),
     Key("dma", "uop_beat_bytes", "dma_uop_beat_bytes", 1, "bytes of micro-ops a beat carries (the bus width, or "
         "HLS's 32-bit micro-op port)"),
     Key("fetch", "chunk", "fetch_chunk", 1, "instructions read by one fetch burst"),
