@@ -22,8 +22,8 @@ from vtasim.timing.validate import compare, load_cases
 
 TIMING = SHARED / "timing"
 MICRO = SHARED / "timing-micro"
-# runs outside the bar today, per design (the goal is none)
-OUTSIDE = {"chisel-2019": 0, "hls": 0, "chisel-2021": 4}
+# runs outside the bar today, per design (the goal is none; chisel-2021: micro_ring2_prefill_10 at latency 64, -4.9 %)
+OUTSIDE = {"chisel-2019": 0, "hls": 0, "chisel-2021": 1}
 
 
 @pytest.fixture(scope="module", params=BUILTIN)

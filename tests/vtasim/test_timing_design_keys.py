@@ -151,3 +151,14 @@ def test_a_reset_gemm_has_its_own_drain():
     p = _profile(gemm_drain=6, gemm_reset_drain=0)
     assert execution_cycles(p, "gemm", 16, 16, False) == 16 * p.gemm_per_execution + 6
     assert execution_cycles(p, "gemm", 16, 16, True) == 16 * p.gemm_reset_per_execution
+
+
+def test_an_alu_instruction_may_push_its_tokens_before_its_end():
+    from tests.vtasim.builders import alu
+
+    insns = [alu(0, 0, 1, iters=(1, 4), imm=1, push_next=1), store(0, 0, 1, pop_prev=1), finish()]
+    for lead in (0, 3):
+        p = _profile(alu_token_lead=lead)
+        times = _timeline(insns, p).insns
+        assert times[1].start == max(times[1].ready, times[0].end - lead + p.token_latency)
+        assert times[1].start == times[0].end - lead + p.token_latency  # the store waited for the token

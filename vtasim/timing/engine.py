@@ -358,8 +358,8 @@ class _Engine:
                 self.finish = end
             self.insns[w.index] = InsnTime(w.index, m, ready, start, end, mem_wait)
             self._signal(self.done[m], end)
-            for q in w.pushes:
-                self._signal(self.pushes[q], end)
+            for q in w.pushes:  # (an ALU instruction's tokens may go out before its last results: alu.token_lead)
+                self._signal(self.pushes[q], end - w.lead)
             free = end + p.insn_gap
             if kind == FINISH:
                 return

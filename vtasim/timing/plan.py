@@ -59,6 +59,7 @@ class Work:
     macs: int = 0  # GEMM multiply-accumulates
     unit: str = ""  # EXEC: "gemm" or "alu"
     variant: bool = False  # EXEC: a GEMM reset, or an ALU operation with an immediate
+    lead: int = 0  # EXEC: cycles before its end that it pushes its tokens (alu.token_lead)
 
 
 # Per module: the (flag, queue index) pairs it may pop and push, the previous stage's side first.
@@ -236,6 +237,8 @@ def plan(instructions: list[Instruction], cfg: VTAConfig, profile: Profile) -> l
             iterations = f["iter_out"] * f["iter_in"] if w.executions else 0
             w.variant = bool(f["reset"] if w.unit == "gemm" else f["use_imm"])
             w.cycles = execution_cycles(profile, w.unit, w.executions, iterations, w.variant)
+            if w.unit == "alu":
+                w.lead = min(profile.alu_token_lead, w.cycles)
             if w.unit == "gemm" and not f["reset"]:
                 w.macs = w.executions * macs_per_exec
         out.append(w)

@@ -86,6 +86,7 @@ class Profile:
     alu_drain: int
     alu_per_iteration: int
     alu_fixed: int
+    alu_token_lead: int
     # the keys (section.key) whose values were fitted to measurements, not measured or read off the design
     # (benchmarks/timing_fit.py fits these by default)
     fitted: tuple[str, ...] = ()

@@ -92,6 +92,8 @@ KEYS: tuple[Key, ...] = (
     Key("alu", "drain", "alu_drain", 0, "pipeline drain"),
     Key("alu", "per_iteration", "alu_per_iteration", 0, "fill paid by every (outer, inner) iteration"),
     Key("alu", "fixed", "alu_fixed", 0, "cycles per instruction besides the above"),
+    Key("alu", "token_lead", "alu_token_lead", 0, "cycles before its end an ALU instruction pushes its tokens (its "
+        "last results still in the pipeline)"),
 )
 SECTIONS = tuple(dict.fromkeys(k.section for k in KEYS))
 BY_SPELLING = {k.spelt: k for k in KEYS}
