@@ -193,5 +193,5 @@ def test_the_fitted_keys_are_declared_in_the_profiles_and_name_real_keys():
     assert load_profile("chisel-2019").fitted == ()
     for name in ("hls", "chisel-2021"):
         fitted = load_profile(name).fitted
-        assert "gemm.fixed" in fitted and set(fitted) <= set(profile_keys())
+        assert "memory.write_setup" in fitted and set(fitted) <= set(profile_keys())
     assert "memory.row_setup" in load_profile("hls").fitted

@@ -128,11 +128,14 @@ class CostModel:
             parts = min(toc, EPILOGUE_PARTS)
             part_epilogue, last_store = self._epilogue(sh, needs, tn, toc // parts, th, tw)
             last_epilogue = parts * part_epilogue
+        p = self.profile  # the hand-overs' tokens: load to GEMM and back, core to store and back
+        tokens = (p.token_latency, p.g2l_latency, p.token_latency, p.s2g_latency)
         if threads == 1:
-            return int(first_extra + tiles * (tile_load + chunks * (chunk_load + chunk_gemm) + reset + epilogue
-                                              + store) + last_epilogue + last_store - epilogue - store)
+            return int(first_extra + tiles * (tile_load + chunks * (chunk_load + chunk_gemm + tokens[0] + tokens[1])
+                                              + reset + epilogue + store + tokens[2] + tokens[3])
+                       + last_epilogue + last_store - epilogue - store)
         return int(_pipelined(tiles, chunks, chunk_load, chunk_gemm, tile_load, first_extra, reset,
-                              (epilogue, last_epilogue), (store, last_store)))
+                              (epilogue, last_epilogue), (store, last_store), tokens))
 
     def _folds(self, pool: tuple[int, int, int], planes: int, image_rows: int, th: int, tw: int, e: int) -> int:
         """ALU cycles of a pooling tile's folds (pooling.py): separably, the row taps over the window's
@@ -167,7 +170,8 @@ class CostModel:
 
 
 def _pipelined(tiles: int, chunks: int, load: float, gemm: int, tile_load: float, first_extra: int, reset: int,
-               epilogue: tuple[int, int], store: tuple[int, int], sample: int = 4) -> float:
+               epilogue: tuple[int, int], store: tuple[int, int], tokens: tuple[int, int, int, int] = (0, 0, 0, 0),
+               sample: int = 4) -> float:
     """Cycles of a two-thread schedule: three stages handing over through two slots each.
 
     Chunks rotate through two input (and weight) slots: a chunk's loads wait
@@ -175,8 +179,10 @@ def _pipelined(tiles: int, chunks: int, load: float, gemm: int, tile_load: float
     accumulator slots: a tile's reset waits for the store two tiles back.
     The first ``sample`` tiles are played out; later ones repeat the last
     tile's period. ``epilogue`` and ``store``: of every tile, and of the last
-    one (whose parts overlap).
+    one (whose parts overlap). ``tokens``: the cycles from a push to its pop
+    load to GEMM, GEMM to load, core to store and store to core.
     """
+    l2g, g2l, g2s, s2g = tokens
     # This loop runs for every candidate tiling: plain comparisons, not max() (``b if b > a else a`` is
     # max(a, b), the same value).
     loaded = 0.0  # load-stage end of the last chunk
@@ -186,15 +192,17 @@ def _pipelined(tiles: int, chunks: int, load: float, gemm: int, tile_load: float
     played = min(tiles, sample)
     for k in range(played):
         last = k == tiles - 1
-        core = (stored0 if stored0 > core else core) + reset
+        ready = stored0 + s2g if k > 1 else 0
+        core = (ready if ready > core else core) + reset
         for c in range(chunks):
             extra = (tile_load + (first_extra if k == 0 else 0)) if c == 0 else 0
-            end = (freed0 if freed0 > loaded else loaded) + load + extra
+            freed = freed0 + g2l if freed0 else 0
+            end = (freed if freed > loaded else loaded) + load + extra
             loaded = end
-            core = (end if end > core else core) + gemm
+            core = (end + l2g if end + l2g > core else core) + gemm
             freed0, freed1 = freed1, core
         core += epilogue[last]
-        stored0, stored1 = stored1, (stored1 if stored1 > core else core) + store[last]
+        stored0, stored1 = stored1, (stored1 if stored1 > core + g2s else core + g2s) + store[last]
     if played == tiles:
         return stored1
     period = stored1 - stored0 if played > 1 else stored1

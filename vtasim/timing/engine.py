@@ -258,8 +258,12 @@ class _Engine:
             if self.record:
                 self.transfers.append(Transfer(-1, "fetch", accept, first, last, k * beats_per_insn))
             d = last + 1
+            if p.fetch_overlap:  # each instruction as soon as its beats are in
+                d = first + beats_per_insn
             stalled = 0
             for j in range(i, i + k):
+                if p.fetch_overlap and d < first + (j - i + 1) * beats_per_insn:
+                    d = first + (j - i + 1) * beats_per_insn
                 m = self.works[j].module
                 if counts[m] >= p.queue_depth:
                     room = yield ("sig", self.done[m], counts[m] - p.queue_depth, d, 1)
@@ -274,6 +278,7 @@ class _Engine:
 
     def _module(self, m: int):
         p = self.p
+        latency = [{"g2l": p.g2l_latency, "s2g": p.s2g_latency}.get(name, p.token_latency) for name in QUEUES]
         free = 0
         for j, w in enumerate(self.queues[m]):
             t = self._try_sig(self.dispatched[m], j, free, 1)
@@ -283,8 +288,9 @@ class _Engine:
             for q in w.pops:
                 sig = self.pushes[q]
                 k = self.pops[q]
-                when = self._try_sig(sig, k, t, p.token_latency)
-                t = when if when is not None else (yield ("sig", sig, k, t, p.token_latency))
+                delay = latency[q]
+                when = self._try_sig(sig, k, t, delay)
+                t = when if when is not None else (yield ("sig", sig, k, t, delay))
                 self.pops[q] += 1
             start = t
             mem_wait = 0
@@ -296,11 +302,16 @@ class _Engine:
                 inflight: deque[int] = deque()
                 last = t - 1
                 serial = p.row_setup and w.client != UOP  # the HLS cores: one row at a time
+                if serial and w.bursts:  # the first row's memcpy too
+                    t += p.row_setup
                 slow, taken = w.client == WGT and p.wgt_beat_cycles > 1, -1  # the HLS weight bank's read-modify-write
                 own_limit, record = p.client_reads_in_flight, self.record
                 pipelined = own_limit > 1  # the next burst is asked for a cycle after this one is accepted
+                # the 2021 design writes all the padding while its reads are in flight, the data after it
+                pad_first = p.dma_pad_during_reads and w.client != UOP
                 for k, (beats, gap) in enumerate(zip(w.bursts, w.gaps, strict=True)):
-                    t += gap
+                    if not pad_first:
+                        t += gap
                     if serial and k in w.row_starts:  # the next row is asked for once this one has arrived
                         t = max(t, last + 1 + p.row_setup)
                     if len(inflight) >= own_limit:
@@ -319,13 +330,18 @@ class _Engine:
                         taken = last
                     inflight.append(last)
                     t = accept + 1 if pipelined else last + 1
-                end = max(last, t - 1) + w.tail if w.bursts else start + 1 + w.setup + w.tail
+                if pad_first:
+                    end = max(last, start + w.setup + sum(w.gaps) + w.tail + sum(w.bursts))
+                else:
+                    end = max(last, t - 1) + w.tail if w.bursts else start + 1 + w.setup + w.tail
             elif kind == WRITE:
                 t = start + 1 + w.setup
                 end = t
+                if p.row_setup and w.bursts:  # the HLS store: every row a memcpy of its own, the first too
+                    t += p.row_setup
                 for k, (beats, busy) in enumerate(zip(w.bursts, w.busy, strict=True)):
                     if k in w.row_starts:  # a new command: the answers of the last one are in first
-                        t = max(t, end + 1)
+                        t = max(t, end + 1 + (p.store_row_setup if k in w.rows else 0))
                     grant = self._try_write(t, busy)
                     if grant is None:
                         grant = yield ("write", t, beats, busy)
@@ -342,8 +358,8 @@ class _Engine:
                 self.finish = end
             self.insns[w.index] = InsnTime(w.index, m, ready, start, end, mem_wait)
             self._signal(self.done[m], end)
-            for q in w.pushes:
-                self._signal(self.pushes[q], end)
+            for q in w.pushes:  # (an ALU instruction's tokens may go out before its last results: alu.token_lead)
+                self._signal(self.pushes[q], end - w.lead)
             free = end + p.insn_gap
             if kind == FINISH:
                 return

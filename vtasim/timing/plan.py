@@ -51,12 +51,15 @@ class Work:
     setup: int = 0  # READ/WRITE: cycles from the start to the first request (the profile's dma.*_fixed)
     row_starts: frozenset[int] = frozenset()  # READ: the bursts that begin a row past the first; WRITE: that
     # begin a command past the first (it waits for the answers of the ones before)
+    rows: frozenset[int] = frozenset()  # WRITE: the bursts that begin a row past the first, when every row is a
+    # transfer of its own (memory.row_setup)
     busy: tuple[int, ...] = ()  # WRITE: cycles each burst keeps the data channel busy
     bytes: int = 0  # DRAM bytes moved
     executions: int = 0  # GEMM/ALU micro-op executions
     macs: int = 0  # GEMM multiply-accumulates
     unit: str = ""  # EXEC: "gemm" or "alu"
     variant: bool = False  # EXEC: a GEMM reset, or an ALU operation with an immediate
+    lead: int = 0  # EXEC: cycles before its end that it pushes its tokens (alu.token_lead)
 
 
 # Per module: the (flag, queue index) pairs it may pop and push, the previous stage's side first.
@@ -106,35 +109,64 @@ def _read_work(w: Work, insn: Instruction, cfg: VTAConfig, profile: Profile, bef
     elem = isa.elem_bytes(cfg, mem) or cfg.acc_elem_bytes  # an ACC_8BIT element is BATCH x BLOCK_OUT bytes
     per = -(-elem // bus)  # beats per element
     x, y, stride = f["x_size"], f["y_size"], f["x_stride"]
-    xp0, xp1, yp0, yp1 = f["x_pad_0"], f["x_pad_1"], f["y_pad_0"], f["y_pad_1"]
     _room(w.index, before, y, x * per, profile)
-    pad = 1 if profile.dma_pad_by_element else per  # cycles per padded element
-    width = (xp0 + x + xp1) * pad
+    top, left, right, bottom = _padding(f, per, profile)
     if profile.burst_boundary_bytes:  # bursts depend on each row's address
         bursts, gaps, starts = [], [], set()
-        pending = yp0 * width
+        pending = top
         for row in range(y):
-            pending += xp0 * pad
+            pending += left
             if row:
                 starts.add(len(bursts))
             for i, n in enumerate(_split(x * per, profile, (f["dram_base"] + row * stride) * elem)):
                 bursts.append(n)
                 gaps.append(pending if i == 0 else 0)
                 pending = 0
-            pending += xp1 * pad
+            pending += right
         tail = pending
     else:  # every row is cut the same way: build the lists by repetition
         row = _split(x * per, profile, 0)
         bursts = row * y
         starts = {k * len(row) for k in range(1, y)}
-        between = [(xp1 + xp0) * pad] + [0] * (len(row) - 1)
+        between = [right + left] + [0] * (len(row) - 1)
         gaps = between * y
         if gaps:
-            gaps[0] = yp0 * width + xp0 * pad
-        tail = xp1 * pad if y else yp0 * width
-    w.bursts, w.gaps, w.tail = tuple(bursts), tuple(gaps), tail + yp1 * width
+            gaps[0] = top + left
+        tail = right if y else top
+    w.bursts, w.gaps, w.tail = tuple(bursts), tuple(gaps), tail + bottom
     w.row_starts = frozenset(starts)
     w.bytes = x * y * elem
+
+
+def _padding(f: dict, per: int, profile: Profile) -> tuple[int, int, int, int]:
+    """Cycles of a load's padding runs: the rows above, each row's left and right, the rows below. A run costs a
+    cycle per element (dma.pad_by_element) or per beat (``per`` beats an element), and dma.pad_run more when
+    it is not empty (a loop of its own on the HLS cores)."""
+    width = f["x_pad_0"] + f["x_size"] + f["x_pad_1"]
+    unit = 1 if profile.dma_pad_by_element else per
+
+    def run(elements: int) -> int:
+        return elements * unit + (profile.dma_pad_run if elements else 0)
+
+    return run(f["y_pad_0"] * width), run(f["x_pad_0"]), run(f["x_pad_1"]), run(f["y_pad_1"] * width)
+
+
+def _empty_call(insn: Instruction, cfg: VTAConfig, profile: Profile) -> int:
+    """Cycles of a LOAD or STORE of x_size 0 on a design whose cores run it as any other (dma.empty_is_call: the
+    HLS cores call their function for it): the type's fixed cost, each of its y_size rows' setup (a memcpy of
+    nothing, no request) and its padding, as a transfer of that type pays them."""
+    f = insn.fields
+    mem = f["memory_type"]
+    if insn.opcode == isa.OPCODES["store"]:
+        fixed = profile.dma_out_fixed
+    else:
+        fixed = {isa.MEM_TYPES["uop"]: profile.dma_uop_fixed, isa.MEM_TYPES["inp"]: profile.dma_inp_fixed,
+                 isa.MEM_TYPES["wgt"]: profile.dma_wgt_fixed}.get(mem, profile.dma_acc_fixed)
+    if insn.opcode == isa.OPCODES["store"] or mem == isa.MEM_TYPES["uop"]:
+        return 1 + fixed + f["y_size"] * profile.row_setup
+    top, left, right, bottom = _padding(f, -(-(isa.elem_bytes(cfg, mem) or cfg.acc_elem_bytes) // profile.bus_bytes),
+                                        profile)
+    return 1 + fixed + f["y_size"] * (profile.row_setup + left + right) + top + bottom
 
 
 def _write_work(w: Work, insn: Instruction, cfg: VTAConfig, profile: Profile, before: int = 0) -> None:
@@ -143,10 +175,12 @@ def _write_work(w: Work, insn: Instruction, cfg: VTAConfig, profile: Profile, be
     per = -(-elem // profile.bus_bytes)
     x, y, stride = f["x_size"], f["y_size"], f["x_stride"]
     _room(w.index, before, y, x * per, profile)
-    bursts, busy, commands = [], [], set()
+    bursts, busy, commands, rows = [], [], set(), set()
     for row in range(y):
         addr = (f["dram_base"] + row * stride) * elem
         left = x * per
+        if row:
+            rows.add(len(bursts))
         while left > 0:  # a row is one command or more; the store waits for each command's answers
             n = min(left, profile.write_command_beats)
             commands.add(len(bursts))
@@ -157,6 +191,7 @@ def _write_work(w: Work, insn: Instruction, cfg: VTAConfig, profile: Profile, be
             left -= n
     w.bursts, w.busy, w.gaps = tuple(bursts), tuple(busy), (0,) * len(bursts)
     w.row_starts = frozenset(commands - {0})
+    w.rows = frozenset(rows) & w.row_starts if profile.row_setup else frozenset()
     w.setup = profile.dma_out_fixed
     w.bytes = x * y * elem
 
@@ -186,7 +221,8 @@ def plan(instructions: list[Instruction], cfg: VTAConfig, profile: Profile) -> l
         if opcode == isa.OPCODES["finish"]:
             w.kind, w.cycles = FINISH, profile.finish_cycles
         elif opcode in (isa.OPCODES["load"], isa.OPCODES["store"]) and f["x_size"] == 0:
-            w.kind, w.cycles = SYNC, profile.sync_cycles
+            w.kind = SYNC
+            w.cycles = _empty_call(insn, cfg, profile) if profile.dma_empty_is_call else profile.sync_cycles
         elif opcode == isa.OPCODES["load"]:
             w.kind, w.client = READ, _MEM_CLIENT.get(f["memory_type"], ACC)
             _read_work(w, insn, cfg, profile, bursts)
@@ -201,6 +237,8 @@ def plan(instructions: list[Instruction], cfg: VTAConfig, profile: Profile) -> l
             iterations = f["iter_out"] * f["iter_in"] if w.executions else 0
             w.variant = bool(f["reset"] if w.unit == "gemm" else f["use_imm"])
             w.cycles = execution_cycles(profile, w.unit, w.executions, iterations, w.variant)
+            if w.unit == "alu":
+                w.lead = min(profile.alu_token_lead, w.cycles)
             if w.unit == "gemm" and not f["reset"]:
                 w.macs = w.executions * macs_per_exec
         out.append(w)
@@ -211,7 +249,8 @@ def execution_cycles(profile: Profile, unit: str, executions: int, iterations: i
     """Cycles a GEMM (``variant``: a reset) or ALU (``variant``: with an immediate) instruction takes."""
     if unit == "gemm":
         per = profile.gemm_reset_per_execution if variant else profile.gemm_per_execution
-        fixed, per_iteration, drain = profile.gemm_fixed, profile.gemm_per_iteration, profile.gemm_drain
+        fixed, per_iteration = profile.gemm_fixed, profile.gemm_per_iteration
+        drain = profile.gemm_reset_drain if variant else profile.gemm_drain
     else:
         per = profile.alu_imm_per_execution if variant else profile.alu_tensor_per_execution
         fixed, per_iteration, drain = profile.alu_fixed, profile.alu_per_iteration, profile.alu_drain

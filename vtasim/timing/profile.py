@@ -50,6 +50,7 @@ class Profile:
     store_bubble: int
     wgt_beat_cycles: int
     row_setup: int
+    store_row_setup: int
     read_priority: tuple[str, ...]
     write_command_beats: int
     dma_uop_fixed: int
@@ -58,19 +59,26 @@ class Profile:
     dma_acc_fixed: int
     dma_out_fixed: int
     dma_pad_by_element: int
+    dma_pad_run: int
+    dma_pad_during_reads: int
+    dma_empty_is_call: int
     dma_uop_beat_bytes: int
     fetch_chunk: int
     fetch_start: int
     fetch_dispatch: int
+    fetch_overlap: int
     fetch_gap: int
     queue_depth: int
     insn_gap: int
     sync_cycles: int
     token_latency: int
+    g2l_latency: int
+    s2g_latency: int
     finish_cycles: int
     gemm_per_execution: int
     gemm_reset_per_execution: int
     gemm_drain: int
+    gemm_reset_drain: int
     gemm_per_iteration: int
     gemm_fixed: int
     alu_imm_per_execution: int
@@ -78,6 +86,7 @@ class Profile:
     alu_drain: int
     alu_per_iteration: int
     alu_fixed: int
+    alu_token_lead: int
     # the keys (section.key) whose values were fitted to measurements, not measured or read off the design
     # (benchmarks/timing_fit.py fits these by default)
     fitted: tuple[str, ...] = ()
@@ -142,6 +151,9 @@ def _check(values: dict, origin: str) -> Profile:
         wrong = [k for k in fitted if k not in known] if isinstance(fitted, (tuple, list)) else fitted
         raise ConfigError(f"{origin}: fitted must list profile keys (section.key), got {wrong!r}")
     values["fitted"] = tuple(fitted)
+    for attr in ("fetch_overlap", "dma_empty_is_call", "dma_pad_during_reads"):
+        if values[attr] not in (0, 1):
+            raise ConfigError(f"{origin}: {_key_of(attr)} must be 0 or 1, got {values[attr]}")
     if values["dma_pad_by_element"] not in (0, 1):
         raise ConfigError(f"{origin}: dma.pad_by_element must be 0 or 1, got {values['dma_pad_by_element']}")
     if values["bus_bytes"] & (values["bus_bytes"] - 1):
