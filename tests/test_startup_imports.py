@@ -41,7 +41,7 @@ __import__(f"{package}.entry", fromlist=["main"]).main()
 
 
 def _modules_after(package: str, *args: str, cwd) -> list[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
     out = subprocess.run([sys.executable, "-c", _PROBE, package, *args], capture_output=True, text=True,
                          cwd=cwd, env=env)
     code, modules = json.loads(out.stderr.strip().splitlines()[-1])
