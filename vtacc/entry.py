@@ -13,4 +13,4 @@ def main() -> None:
 
         return cli
 
-    run_command(load)
+    run_command(load, "vtacc")

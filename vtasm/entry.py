@@ -10,6 +10,7 @@ and stderr: every file the command writes is closed by then, so the only
 work skipped is the interpreter tearing down its modules and objects. While
 the command runs, the collector walks the youngest objects less often
 (vtasm.collector): a compile keeps most of what it builds until it writes it.
+Dataclasses are made from the compiled code of earlier runs (vtasm.codecache).
 ``python -m vtasim.cli`` and in-process callers of a ``cli.main`` keep the
 ordinary start and end.
 """
@@ -21,24 +22,27 @@ import os
 import sys
 from collections.abc import Callable
 
+from vtasm.codecache import compiled_methods
 from vtasm.collector import fewer_collections
 
 
-def run_command(load: Callable[[], Callable[[], None]]) -> None:
-    """Import a CLI (``load`` returns its main), run it, then end the process at once with its exit code."""
-    gc.disable()
-    try:
-        cli = load()
-    finally:
-        gc.enable()
-    try:
-        with fewer_collections():  # a short process keeps most of what it builds until it ends
-            cli()
-        code = 0
-    except SystemExit as done:
-        code = done.code if isinstance(done.code, int) else 0 if done.code is None else 1
-        if not isinstance(done.code, int | None):
-            print(done.code, file=sys.stderr)
+def run_command(load: Callable[[], Callable[[], None]], command: str) -> None:
+    """Import a CLI (``load`` returns its main), run it, then end the process at once with its exit code.
+    ``command``: the command's name (its cache of compiled dataclass methods)."""
+    with compiled_methods(command):  # the command's own lazy imports make dataclasses too
+        gc.disable()
+        try:
+            cli = load()
+        finally:
+            gc.enable()
+        try:
+            with fewer_collections():  # a short process keeps most of what it builds until it ends
+                cli()
+            code = 0
+        except SystemExit as done:
+            code = done.code if isinstance(done.code, int) else 0 if done.code is None else 1
+            if not isinstance(done.code, int | None):
+                print(done.code, file=sys.stderr)
     try:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -8,8 +8,6 @@ shapes the way the hardware does (:func:`wrap32`, :func:`fold`, :func:`broadcast
 
 from __future__ import annotations
 
-import difflib
-
 from vtasm.errors import CompileError, SourceSpan
 
 from .checked import Const, Node
@@ -47,6 +45,8 @@ class Errors:
 
 def suggest(word: str, candidates) -> str:
     """``"; did you mean 'x'?"`` for the closest candidate, or an empty string."""
+    import difflib  # only a misspelt name needs it (a compile that succeeds never does)
+
     close = difflib.get_close_matches(word, sorted(set(candidates)), n=1, cutoff=0.6)
     return f"; did you mean '{close[0]}'?" if close else ""
 

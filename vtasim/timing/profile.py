@@ -173,19 +173,18 @@ def _parse(text: str, origin: str) -> dict:
 
 
 @cache
-def _builtin_text() -> dict[str, str]:
-    """The built-in profiles' TOML, read on first use (a run without timing never reads them)."""
-    from importlib import resources
-
-    return {name: resources.files(__package__).joinpath(f"profiles/{name}.toml").read_text("utf-8")
-            for name in BUILTIN}
+def _builtin_text(name: str) -> str:
+    """A built-in profile's TOML, read on first use (a run without timing never reads it; a compile reads
+    only the one it is for). The files are package data beside this module (as native.py's C source is),
+    so a plain read finds them without importlib.resources and what it imports."""
+    return Path(__file__).with_name("profiles").joinpath(f"{name}.toml").read_text("utf-8")
 
 
 def load_profile(spec: str | None = None) -> Profile:
     """A built-in profile by name, or a TOML file by path (default: names.DEFAULT, the HLS design)."""
     spec = spec or DEFAULT
     if spec in BUILTIN:
-        return _check(_parse(_builtin_text()[spec], f"profile {spec}"), f"profile {spec}")
+        return _check(_parse(_builtin_text(spec), f"profile {spec}"), f"profile {spec}")
     path = Path(spec)
     if not path.is_file():
         raise ConfigError(f"{spec}: no such profile (built in: {', '.join(BUILTIN)}; or a .toml file)")
