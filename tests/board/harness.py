@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from pathlib import Path
 
@@ -38,21 +39,27 @@ def random_inputs(program: Program, seed: int = 0) -> dict[str, np.ndarray]:
     return out
 
 
+def _digests(program: Program, dram: np.ndarray) -> dict[str, str]:
+    """A digest of every segment and result range of ``program`` in ``dram`` (no copies of the bytes)."""
+    ranges = [(s.name, s.addr, s.end) for s in program.segments]
+    ranges += [(d.file, d.addr, d.addr + d.nbytes) for d in program.dumps]
+    return {name: hashlib.sha256(memoryview(dram[lo:hi])).hexdigest() for name, lo, hi in ranges}
+
+
 def board_and_simulator(program: Program, design: str, bit: str, inputs: dict[str, np.ndarray]):
-    """Every tensor and result range of ``program`` after a run on the simulator and on a fresh emulated board
-    (pairs of bytes, by name)."""
+    """Every segment and result range of ``program`` after a run on the simulator and on a fresh emulated
+    board (pairs of digests, by name; the simulator's DRAM is let go before the board runs)."""
     reset()
     names = [t.name for t in program.tensors]
     _, result = run_arrays(program, inputs, names)
-    sim = result.state.dram
+    sim = _digests(program, result.state.dram)
+    del result
     with Board(design, "emulated", bit) as board:
         launcher = BoardLauncher(board)
         launcher(program, inputs, names)
-        dram = launcher.loaded[id(program)].dram.copy()
-    pairs = {s.name: (sim[s.addr:s.end].tobytes(), dram[s.addr:s.end].tobytes()) for s in program.segments}
-    pairs.update({d.file: (sim[d.addr:d.addr + d.nbytes].tobytes(), dram[d.addr:d.addr + d.nbytes].tobytes())
-                  for d in program.dumps})
-    return pairs
+        got = _digests(program, launcher.loaded[id(program)].dram)
+    reset()  # the emulated board's memory goes with it
+    return {name: (sim[name], got[name]) for name in sim}
 
 
 def same_config(a: VTAConfig, b: VTAConfig) -> bool:
